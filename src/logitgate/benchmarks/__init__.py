@@ -1,0 +1,1 @@
+"""Benchmarks behind ``logitgate bench``. Each module defines add_arguments(parser) and run(args) -> int."""

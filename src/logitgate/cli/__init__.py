@@ -1,0 +1,1 @@
+"""The ``logitgate`` command line."""

@@ -1,0 +1,23 @@
+"""``logitgate bench SUITE``: benchmarks (never timed unit tests)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+# suite -> (module under logitgate.benchmarks, help)
+SUITES: dict[str, tuple[str, str]] = {
+    "bitmask": ("bitmask", "apply_token_bitmask_inplace vs naive masked fill and xgrammar"),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="suite", metavar="SUITE", required=True)
+    for name, (module, help_text) in SUITES.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        importlib.import_module(f"logitgate.benchmarks.{module}").add_arguments(p)
+        p.set_defaults(_suite_module=f"logitgate.benchmarks.{module}")
+
+
+def run(args: argparse.Namespace) -> int:
+    return int(importlib.import_module(args._suite_module).run(args) or 0)

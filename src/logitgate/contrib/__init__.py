@@ -1,0 +1,1 @@
+"""Adapters for serving engines and libraries (transformers, vLLM, llama-cpp-python); optional imports."""

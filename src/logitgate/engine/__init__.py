@@ -1,0 +1,1 @@
+"""The engine: automata, grammar compilation against a tokenizer, mask computation and matchers."""

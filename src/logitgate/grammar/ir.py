@@ -1,0 +1,437 @@
+"""The grammar IR: named rules over byte-level expressions.
+
+Every front-end (EBNF/GBNF, regex, JSON Schema, choices) produces a :class:`Grammar`;
+the engine compiles it. The IR speaks bytes only: character classes are expanded to
+UTF-8 byte sequences by the front-ends (see :mod:`logitgate.grammar.utf8`).
+
+Expression nodes (all immutable, hashable, compared structurally):
+
+==============  ==============================================================
+``Bytes(b)``    the literal byte string ``b`` (``EMPTY`` is ``Bytes(b"")``)
+``ByteSet(r)``  one byte in the inclusive ranges ``r`` (``((48, 57),)`` = a digit)
+``Seq(items)``  concatenation
+``Alt(items)``  alternation (``NOTHING`` is ``Alt(())``, the empty language)
+``Repeat``      ``item`` repeated ``min`` to ``max`` times (``max=None``: unbounded)
+``Ref(name)``   the rule called ``name``
+``And(items)``  intersection; every item must be regular (no recursive rule)
+``Not(item)``   complement over all byte strings; ``item`` must be regular
+==============  ==============================================================
+
+``Grammar`` normalizes its rules on construction (flattening, merging adjacent
+literals, unwrapping singletons), so two grammars that differ only in such
+bracketing compare equal, and ``Grammar.from_ebnf(g.to_ebnf()) == g``.
+
+Example::
+
+    >>> from logitgate.grammar.ir import Grammar, Ref, lit, seq, alt, repeat, byteset
+    >>> digit = byteset((0x30, 0x39))
+    >>> g = Grammar({"root": seq(lit("n="), repeat(digit, 1, None))})
+    >>> g.root
+    'root'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from ..errors import GrammarError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Sequence
+
+__all__ = [
+    "EMPTY",
+    "NOTHING",
+    "Alt",
+    "And",
+    "ByteSet",
+    "Bytes",
+    "Expr",
+    "Grammar",
+    "Not",
+    "Ref",
+    "Repeat",
+    "Seq",
+    "alt",
+    "and_",
+    "byteset",
+    "iter_refs",
+    "lit",
+    "normalize",
+    "not_",
+    "repeat",
+    "seq",
+]
+
+_RULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+
+
+class Expr:
+    """Base class of IR expressions."""
+
+    __slots__ = ()
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class Bytes(Expr):
+    value: bytes
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.value, bytes):
+            raise GrammarError(f"Bytes needs a bytes value, got {type(self.value).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class ByteSet(Expr):
+    """One byte from sorted, disjoint, inclusive ``(lo, hi)`` ranges within 0..255."""
+
+    ranges: tuple[tuple[int, int], ...]
+
+    def __post_init__(self) -> None:
+        for r in self.ranges:
+            if len(r) != 2 or not (0 <= r[0] <= r[1] <= 255):
+                raise GrammarError(f"bad byte range {r!r} (need 0 <= lo <= hi <= 255)")
+
+    def contains(self, byte: int) -> bool:
+        return any(lo <= byte <= hi for lo, hi in self.ranges)
+
+    def to_mask(self) -> int:
+        """The set as a 256-bit integer (bit ``b`` set = byte ``b`` in the set)."""
+        m = 0
+        for lo, hi in self.ranges:
+            m |= ((1 << (hi - lo + 1)) - 1) << lo
+        return m
+
+
+@dataclass(frozen=True, slots=True)
+class Seq(Expr):
+    items: tuple[Expr, ...]
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.items
+
+
+@dataclass(frozen=True, slots=True)
+class Alt(Expr):
+    items: tuple[Expr, ...]
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.items
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat(Expr):
+    item: Expr
+    min: int
+    max: int | None
+
+    def __post_init__(self) -> None:
+        if self.min < 0 or (self.max is not None and self.max < self.min):
+            raise GrammarError(f"bad repetition bounds {{{self.min},{self.max}}}")
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.item,)
+
+
+@dataclass(frozen=True, slots=True)
+class Ref(Expr):
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class And(Expr):
+    items: tuple[Expr, ...]
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.items
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Expr):
+    item: Expr
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.item,)
+
+
+EMPTY = Bytes(b"")
+NOTHING = Alt(())
+
+
+# ----------------------------------------------------------------------------- builders
+
+
+def lit(value: bytes | str) -> Expr:
+    """A literal; ``str`` is encoded as UTF-8."""
+    return Bytes(value.encode("utf-8") if isinstance(value, str) else bytes(value))
+
+
+def _merge_ranges(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    out: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if lo > hi:
+            raise GrammarError(f"bad byte range ({lo}, {hi})")
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((a, b) for a, b in out)
+
+
+def byteset(*ranges: tuple[int, int] | int, negate: bool = False) -> Expr:
+    """A set of bytes from ranges ``(lo, hi)`` or single ints; ``negate`` complements in 0..255."""
+    rs = [(r, r) if isinstance(r, int) else (r[0], r[1]) for r in ranges]
+    merged = _merge_ranges(rs)
+    if negate:
+        comp: list[tuple[int, int]] = []
+        nxt = 0
+        for lo, hi in merged:
+            if lo > nxt:
+                comp.append((nxt, lo - 1))
+            nxt = hi + 1
+        if nxt <= 255:
+            comp.append((nxt, 255))
+        merged = tuple(comp)
+    return _norm_byteset(ByteSet(merged))
+
+
+def seq(*items: Expr) -> Expr:
+    return normalize(Seq(tuple(items)))
+
+
+def alt(*items: Expr) -> Expr:
+    return normalize(Alt(tuple(items)))
+
+
+def repeat(item: Expr, min: int = 0, max: int | None = None) -> Expr:  # noqa: A002
+    return normalize(Repeat(item, min, max))
+
+
+def and_(*items: Expr) -> Expr:
+    return normalize(And(tuple(items)))
+
+
+def not_(item: Expr) -> Expr:
+    return normalize(Not(item))
+
+
+# ----------------------------------------------------------------------------- normalization
+
+
+def _norm_byteset(e: ByteSet) -> Expr:
+    ranges = _merge_ranges(e.ranges)
+    if not ranges:
+        return NOTHING
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return Bytes(bytes([ranges[0][0]]))
+    return ByteSet(ranges)
+
+
+def normalize(e: Expr) -> Expr:
+    """Canonical form of an expression (language-preserving, idempotent).
+
+    Flattens nested Seq/Alt/And, drops empty literals from sequences, merges adjacent
+    literals, removes duplicate alternatives, unwraps singletons and simplifies
+    trivial repetitions.
+    """
+    if isinstance(e, Bytes | Ref):
+        return e
+    if isinstance(e, ByteSet):
+        return _norm_byteset(e)
+    if isinstance(e, Seq):
+        out: list[Expr] = []
+        for it in e.items:
+            n = normalize(it)
+            parts = n.items if isinstance(n, Seq) else (n,)
+            for p in parts:
+                if p == NOTHING:
+                    return NOTHING
+                if isinstance(p, Bytes):
+                    if not p.value:
+                        continue
+                    if out and isinstance(out[-1], Bytes):
+                        out[-1] = Bytes(out[-1].value + p.value)
+                        continue
+                out.append(p)
+        if not out:
+            return EMPTY
+        return out[0] if len(out) == 1 else Seq(tuple(out))
+    if isinstance(e, Alt):
+        alts: list[Expr] = []
+        seen: set[Expr] = set()
+        for it in e.items:
+            n = normalize(it)
+            for p in n.items if isinstance(n, Alt) else (n,):
+                if p not in seen:
+                    seen.add(p)
+                    alts.append(p)
+        return alts[0] if len(alts) == 1 else Alt(tuple(alts))
+    if isinstance(e, Repeat):
+        item = normalize(e.item)
+        if e.max == 0 or item == EMPTY:
+            return EMPTY
+        if item == NOTHING:
+            return EMPTY if e.min == 0 else NOTHING
+        if e.min == 1 and e.max == 1:
+            return item
+        return Repeat(item, e.min, e.max)
+    if isinstance(e, And):
+        items: list[Expr] = []
+        for it in e.items:
+            n = normalize(it)
+            for p in n.items if isinstance(n, And) else (n,):
+                if p not in items:
+                    items.append(p)
+        if not items:
+            raise GrammarError("And() needs at least one operand")
+        if NOTHING in items:
+            return NOTHING
+        return items[0] if len(items) == 1 else And(tuple(items))
+    if isinstance(e, Not):
+        item = normalize(e.item)
+        if isinstance(item, Not):
+            return item.item
+        return Not(item)
+    raise GrammarError(f"not an IR expression: {e!r}")
+
+
+def iter_refs(e: Expr) -> Iterator[str]:
+    """Names of every rule referenced inside ``e`` (with repeats)."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Ref):
+            yield x.name
+        else:
+            stack.extend(x.children())
+
+
+# ----------------------------------------------------------------------------- grammar
+
+
+class Grammar:
+    """An immutable grammar: ordered named rules and a root rule.
+
+    ``rules`` maps rule names to expressions; the first rule need not be the root.
+    Construction validates names and references and normalizes every rule.
+    """
+
+    __slots__ = ("_hash", "_root", "_rules")
+
+    def __init__(self, rules: Mapping[str, Expr] | Sequence[tuple[str, Expr]], root: str = "root"):
+        items = list(rules.items()) if isinstance(rules, Mapping) else list(rules)
+        normalized: dict[str, Expr] = {}
+        for name, expr in items:
+            if not isinstance(name, str) or not _RULE_NAME.match(name):
+                raise GrammarError(f"invalid rule name {name!r}")
+            if name in normalized:
+                raise GrammarError(f"rule {name!r} defined twice")
+            if not isinstance(expr, Expr):
+                raise GrammarError(f"rule {name!r}: not an IR expression: {expr!r}")
+            normalized[name] = normalize(expr)
+        if root not in normalized:
+            raise GrammarError(f"root rule {root!r} is not defined")
+        for name, expr in normalized.items():
+            for ref in iter_refs(expr):
+                if ref not in normalized:
+                    raise GrammarError(f"rule {name!r} refers to undefined rule {ref!r}")
+        self._rules = MappingProxyType(normalized)
+        self._root = root
+        self._hash: int | None = None
+
+    # -- accessors
+    @property
+    def rules(self) -> Mapping[str, Expr]:
+        return self._rules
+
+    @property
+    def root(self) -> str:
+        return self._root
+
+    def __getitem__(self, name: str) -> Expr:
+        return self._rules[name]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Grammar):
+            return NotImplemented
+        return self._root == other._root and dict(self._rules) == dict(other._rules)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash((self._root, tuple(sorted(self._rules.items(), key=lambda kv: kv[0]))))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Grammar(root={self._root!r}, rules={len(self._rules)})"
+
+    def __str__(self) -> str:
+        return self.to_ebnf()
+
+    def reachable(self) -> Grammar:
+        """The same grammar without rules unreachable from the root."""
+        seen = {self._root}
+        stack = [self._root]
+        while stack:
+            for ref in iter_refs(self._rules[stack.pop()]):
+                if ref not in seen:
+                    seen.add(ref)
+                    stack.append(ref)
+        return Grammar([(n, e) for n, e in self._rules.items() if n in seen], root=self._root)
+
+    def with_root(self, root: str) -> Grammar:
+        return Grammar(dict(self._rules), root=root)
+
+    def fingerprint(self) -> str:
+        """A stable hex digest of the grammar's canonical text (for caches keyed across processes)."""
+        import hashlib
+
+        return hashlib.sha256(self.to_ebnf().encode("utf-8")).hexdigest()
+
+    # -- printing / front-ends (front-ends are imported lazily: they depend on this module)
+    def to_ebnf(self) -> str:
+        """The grammar as EBNF text that :meth:`from_ebnf` parses back to an equal grammar."""
+        from .ebnf import format_grammar
+
+        return format_grammar(self)
+
+    @classmethod
+    def from_ebnf(cls, text: str, root: str = "root") -> Grammar:
+        """Parse llama.cpp GBNF / EBNF text (see :mod:`logitgate.grammar.ebnf`)."""
+        from .ebnf import parse_ebnf
+
+        return parse_ebnf(text, root=root)
+
+    @classmethod
+    def from_regex(cls, pattern: str, **options: Any) -> Grammar:
+        """A grammar for strings fully matching ``pattern`` (see :mod:`logitgate.grammar.regex`)."""
+        from .regex import regex_grammar
+
+        return regex_grammar(pattern, **options)
+
+    @classmethod
+    def from_json_schema(cls, schema: Any, **options: Any) -> Grammar:
+        """A grammar for JSON texts valid under ``schema`` (dict, JSON string or pydantic model)."""
+        from .json_schema import json_schema_grammar
+
+        return json_schema_grammar(schema, **options)
+
+    @classmethod
+    def builtin_json(cls, **options: Any) -> Grammar:
+        """A grammar for any JSON value."""
+        from .builtins import builtin_json_grammar
+
+        return builtin_json_grammar(**options)
+
+    @classmethod
+    def from_choices(cls, choices: Iterable[str | bytes]) -> Grammar:
+        """A grammar matching exactly one of the given strings."""
+        from .builtins import choices_grammar
+
+        return choices_grammar(choices)

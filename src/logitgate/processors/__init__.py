@@ -1,0 +1,1 @@
+"""Logits processors (bias, penalties, tree decode, thinking budget, finished rows), sampling and the pipeline."""
