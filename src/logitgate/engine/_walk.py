@@ -1,0 +1,456 @@
+"""numba kernels: stepping parser configurations and walking the token trie.
+
+Configurations
+--------------
+A parser configuration is a set of stacks. Each entry is a pair ``(top, parent)``:
+``top`` is the RTN state of the innermost rule and ``parent`` a *frame node* id (or
+``BOTTOM`` = -1 for the outermost rule, ``EXIT`` = -2 for "the unknown context" used
+when computing context-independent masks). A frame node holds the return state of a
+suspended caller and its own parent node. Frame nodes live in one of two arrays:
+the matcher's persistent *pool* (ids ``< ARENA``) and a per-call scratch *arena*
+(ids ``>= ARENA``), which walks truncate when they backtrack.
+
+Byte step
+---------
+Consuming byte class ``c`` from entry ``(t, p)``: follow ``trans[t, c]``; or enter a
+callee through a precomputed call chain whose target start state can consume ``c``
+(pushing the chain's return states); or, if ``t`` is final, pop to the parent frame and
+retry there. Popping into ``EXIT`` sets the exit flag instead.
+
+Token-trie walks
+----------------
+``ci_walk`` computes, for one state ``s`` as the top of an unknown stack, which tokens
+are accepted without leaving the frame (bits set in ``accept_row``) and at which trie
+nodes a path leaves the frame (``exit_nodes``): tokens below those nodes depend on the
+context and are resolved by ``resolve_walk`` against a real parent stack.
+
+Error codes (returned in ``info[2]``): 1 = arena full, 2 = configuration too large,
+3 = exit buffer full.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+ARENA = 1 << 30
+BOTTOM = -1
+EXIT = -2
+
+ERR_ARENA = 1
+ERR_CONFIG = 2
+ERR_EXITS = 3
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _nstate(nid, ps, as_):
+    if nid >= ARENA:
+        return as_[nid - ARENA]
+    return ps[nid]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _nparent(nid, pp, ap):
+    if nid >= ARENA:
+        return ap[nid - ARENA]
+    return pp[nid]
+
+
+@njit(nogil=True, cache=True)
+def _emit(out_top, out_par, o0, o1, top, par, cap, info):
+    for k in range(o0, o1):
+        if out_top[k] == top and out_par[k] == par:
+            return o1
+    if o1 >= cap:
+        info[2] = ERR_CONFIG
+        return o1
+    out_top[o1] = top
+    out_par[o1] = par
+    return o1 + 1
+
+
+@njit(nogil=True, cache=True)
+def _push(ret, parent, as_, ap, acount, a_step0, info):
+    """Arena node (ret, parent), reusing one made earlier in the same step."""
+    n = acount[0]
+    for k in range(a_step0, n):
+        if as_[k] == ret and ap[k] == parent:
+            return ARENA + k
+    if n >= as_.shape[0]:
+        info[2] = ERR_ARENA
+        return parent
+    as_[n] = ret
+    ap[n] = parent
+    acount[0] = n + 1
+    return ARENA + n
+
+
+@njit(nogil=True, cache=True)
+def step(
+    in_top, in_par, i0, i1, c,
+    trans, ncls, final, chain_ptr, chain_target, chain_push_ptr, chain_push,
+    ps, pp, pd, as_, ap, acount,
+    out_top, out_par, o0, work_top, work_par, info,
+):
+    """Consume byte class ``c`` from config entries [i0, i1); write to out[o0:]; return end.
+
+    ``info[0]`` is set to 1 if a path popped into EXIT; ``info[1]`` is lowered to the
+    smallest pool depth of a frame that was popped into (touched); ``info[2]`` error.
+    """
+    cap = out_top.shape[0]
+    o1 = o0
+    a_step0 = acount[0]
+    wcap = work_top.shape[0]
+    for k in range(i0, i1):
+        nw = 1
+        work_top[0] = in_top[k]
+        work_par[0] = in_par[k]
+        while nw > 0:
+            nw -= 1
+            t = work_top[nw]
+            p = work_par[nw]
+            nt = trans[t * ncls + c]
+            if nt >= 0:
+                o1 = _emit(out_top, out_par, o0, o1, nt, p, cap, info)
+            for j in range(chain_ptr[t], chain_ptr[t + 1]):
+                tgt = trans[chain_target[j] * ncls + c]
+                if tgt < 0:
+                    continue
+                q = p
+                for m in range(chain_push_ptr[j], chain_push_ptr[j + 1]):
+                    q = _push(chain_push[m], q, as_, ap, acount, a_step0, info)
+                o1 = _emit(out_top, out_par, o0, o1, tgt, q, cap, info)
+            if final[t]:
+                if p == EXIT:
+                    info[0] = 1
+                elif p != BOTTOM:
+                    if p < ARENA and pd[p] < info[1]:
+                        info[1] = pd[p]
+                    if nw >= wcap:
+                        info[2] = ERR_CONFIG
+                        return o1
+                    work_top[nw] = _nstate(p, ps, as_)
+                    work_par[nw] = _nparent(p, pp, ap)
+                    nw += 1
+            if info[2] != 0:
+                return o1
+    return o1
+
+
+@njit(nogil=True, cache=True)
+def _set_tokens(row, node, tok_start, tok_ids):
+    for k in range(tok_start[node], tok_start[node + 1]):
+        t = tok_ids[k]
+        row[t >> 5] |= np.int32(1) << np.int32(t & 31)
+
+
+@njit(nogil=True, cache=True)
+def ci_walk(
+    s,
+    node_byte, node_depth, node_end, tok_start, tok_ids,
+    byte_class, trans, ncls, final, simple, chain_ptr, chain_target, chain_push_ptr, chain_push,
+    accept_row, exit_nodes, cbuf_top, cbuf_par, cstart, cend, atop, as_, ap, work_top, work_par, info,
+):
+    """Context-independent walk from state ``s``; returns the number of exit nodes recorded."""
+    empty_i = np.zeros(1, dtype=np.int32)
+    acount = np.zeros(1, dtype=np.int64)
+    n = node_byte.shape[0]
+    cbuf_top[0] = s
+    cbuf_par[0] = EXIT
+    cstart[0] = 0
+    cend[0] = 1
+    atop[0] = 0
+    n_exit = 0
+    i = 1
+    while i < n:
+        d = node_depth[i]
+        acount[0] = atop[d - 1]
+        o0 = cend[d - 1]
+        cstart[d] = o0
+        info[0] = 0
+        i0 = cstart[d - 1]
+        t0 = cbuf_top[i0]
+        if o0 - i0 == 1 and simple[t0]:
+            # one stack whose top has no calls and cannot pop: a plain DFA step
+            nt = trans[t0 * ncls + byte_class[node_byte[i]]]
+            o1 = o0
+            if nt >= 0:
+                cbuf_top[o0] = nt
+                cbuf_par[o0] = cbuf_par[i0]
+                o1 = o0 + 1
+        else:
+            info[1] = 1 << 30
+            o1 = step(
+                cbuf_top, cbuf_par, i0, o0, byte_class[node_byte[i]],
+                trans, ncls, final, chain_ptr, chain_target, chain_push_ptr, chain_push,
+                empty_i, empty_i, empty_i, as_, ap, acount,
+                cbuf_top, cbuf_par, o0, work_top, work_par, info,
+            )
+            if info[2] != 0:
+                return n_exit
+        cend[d] = o1
+        atop[d] = acount[0]
+        if info[0] != 0:
+            if n_exit >= exit_nodes.shape[0]:
+                info[2] = ERR_EXITS
+                return n_exit
+            exit_nodes[n_exit] = i
+            n_exit += 1
+        if o1 == o0:
+            i = node_end[i]
+            continue
+        _set_tokens(accept_row, i, tok_start, tok_ids)
+        i += 1
+    return n_exit
+
+
+@njit(nogil=True, cache=True)
+def resolve_walk(
+    p,
+    exit_nodes, n_exit,
+    node_byte, node_depth, node_end, tok_start, tok_ids,
+    byte_class, trans, ncls, final, simple, chain_ptr, chain_target, chain_push_ptr, chain_push,
+    ps, pp, pd,
+    row, cbuf_top, cbuf_par, cstart, cend, atop, as_, ap, work_top, work_par, info,
+):
+    """Resolve context-dependent tokens for a stack whose top frame sits on parent node ``p``.
+
+    For each exit node the frame has been popped: the remaining bytes (from that node on)
+    are consumed by the real stack below. Sets token bits in ``row``. Returns the smallest
+    pool depth touched (``pd[p]`` at least).
+    """
+    acount = np.zeros(1, dtype=np.int64)
+    min_depth = pd[p]
+    for x in range(n_exit):
+        e = exit_nodes[x]
+        base = node_depth[e] - 1  # relative depth 0 = the popped configuration
+        cbuf_top[0] = ps[p]
+        cbuf_par[0] = pp[p]
+        cstart[0] = 0
+        cend[0] = 1
+        atop[0] = 0
+        i = e
+        end = node_end[e]
+        while i < end:
+            d = node_depth[i] - base
+            acount[0] = atop[d - 1]
+            o0 = cend[d - 1]
+            cstart[d] = o0
+            i0 = cstart[d - 1]
+            t0 = cbuf_top[i0]
+            if o0 - i0 == 1 and simple[t0]:
+                nt = trans[t0 * ncls + byte_class[node_byte[i]]]
+                o1 = o0
+                if nt >= 0:
+                    cbuf_top[o0] = nt
+                    cbuf_par[o0] = cbuf_par[i0]
+                    o1 = o0 + 1
+            else:
+                info[0] = 0
+                info[1] = 1 << 30
+                o1 = step(
+                    cbuf_top, cbuf_par, i0, o0, byte_class[node_byte[i]],
+                    trans, ncls, final, chain_ptr, chain_target, chain_push_ptr, chain_push,
+                    ps, pp, pd, as_, ap, acount,
+                    cbuf_top, cbuf_par, o0, work_top, work_par, info,
+                )
+                if info[2] != 0:
+                    return min_depth
+                if info[1] < min_depth:
+                    min_depth = info[1]
+            cend[d] = o1
+            atop[d] = acount[0]
+            if o1 == o0:
+                i = node_end[i]
+                continue
+            _set_tokens(row, i, tok_start, tok_ids)
+            i += 1
+    return min_depth
+
+
+@njit(nogil=True, cache=True)
+def advance(
+    cfg_top, cfg_par, n_cfg, data,
+    byte_class, trans, ncls, final, simple, dead_end, chain_ptr, chain_target, chain_push_ptr, chain_push,
+    ps, pp, pd, as_, ap, out_top, out_par, work_top, work_par, info,
+):
+    """Consume ``data`` from a configuration; new frames go to the arena.
+
+    Returns the number of entries of the resulting configuration (0 = rejected), which is
+    left in ``out_top/out_par[0:n]``. ``work_top/work_par`` must hold at least 3 x
+    ``out_top.shape[0]`` entries (pop worklist plus two ping-pong buffers).
+    """
+    acount = np.zeros(1, dtype=np.int64)
+    cap = out_top.shape[0]
+    wq = work_top.shape[0] - 2 * cap
+    wt = work_top[:wq]
+    wp = work_par[:wq]
+    a_top = work_top[wq : wq + cap]
+    a_par = work_par[wq : wq + cap]
+    b_top = work_top[wq + cap :]
+    b_par = work_par[wq + cap :]
+    for k in range(n_cfg):
+        a_top[k] = cfg_top[k]
+        a_par[k] = cfg_par[k]
+    n = n_cfg
+    for bi in range(data.shape[0]):
+        t0 = a_top[0]
+        if n == 1 and simple[t0]:
+            nt = trans[t0 * ncls + byte_class[data[bi]]]
+            if nt < 0:
+                return 0
+            a_top[0] = nt
+            continue
+        info[0] = 0
+        info[1] = 1 << 30
+        n = step(
+            a_top, a_par, 0, n, byte_class[data[bi]],
+            trans, ncls, final, chain_ptr, chain_target, chain_push_ptr, chain_push,
+            ps, pp, pd, as_, ap, acount,
+            b_top, b_par, 0, wt, wp, info,
+        )
+        if info[2] != 0 or n == 0:
+            return 0
+        a_top, b_top = b_top, a_top
+        a_par, b_par = b_par, a_par
+    # Eagerly pop frames that can do nothing but pop (dead-end final states): the result
+    # is equivalent and its top states are the callers', whose masks are shared.
+    m = 0
+    for k in range(n):
+        t = a_top[k]
+        p = a_par[k]
+        while dead_end[t] and p >= 0:
+            t = _nstate(p, ps, as_)
+            p = _nparent(p, pp, ap)
+        m = _emit(out_top, out_par, 0, m, t, p, cap, info)
+    info[3] = acount[0]
+    return m
+
+
+@njit(nogil=True, cache=True)
+def persist(out_top, out_par, n, n_arena, as_, ap, ps, pp, pd, n_pool):
+    """Copy the arena frames referenced by entries ``[0, n)`` into the pool, then drop
+    entries that duplicate another structurally. The pool arrays must have room for
+    every arena node. Returns ``(new pool size, new entry count)``.
+    """
+    remap = np.full(n_arena, -1, dtype=np.int64)
+    free = n_pool
+    chain = np.empty(n_arena, dtype=np.int64)
+    for k in range(n):
+        x = out_par[k]
+        nc = 0
+        while x >= ARENA and remap[x - ARENA] < 0:
+            chain[nc] = x - ARENA
+            nc += 1
+            x = ap[x - ARENA]
+        base = x if x < ARENA else remap[x - ARENA]
+        for j in range(nc - 1, -1, -1):
+            a = chain[j]
+            ps[free] = as_[a]
+            pp[free] = base
+            pd[free] = 1 if base < 0 else pd[base] + 1
+            remap[a] = free
+            base = free
+            free += 1
+        y = out_par[k]
+        out_par[k] = y if y < ARENA else remap[y - ARENA]
+    # structural de-duplication of entries
+    m = 0
+    for k in range(n):
+        dup = False
+        for j in range(m):
+            if out_top[j] == out_top[k] and _same_stack(out_par[j], out_par[k], ps, pp):
+                dup = True
+                break
+        if not dup:
+            out_top[m] = out_top[k]
+            out_par[m] = out_par[k]
+            m += 1
+    return free, m
+
+
+@njit(nogil=True, cache=True)
+def _same_stack(a, b, ps, pp):
+    while a != b:
+        if a < 0 or b < 0:
+            return False
+        if ps[a] != ps[b]:
+            return False
+        a = pp[a]
+        b = pp[b]
+    return True
+
+
+@njit(nogil=True, cache=True)
+def advance_persist(
+    cfg_top, cfg_par, n_cfg, data,
+    byte_class, trans, ncls, final, simple, dead_end, chain_ptr, chain_target, chain_push_ptr, chain_push,
+    ps, pp, pd, n_pool, as_, ap, out_top, out_par, work_top, work_par, info,
+):
+    """:func:`advance` then :func:`persist` when the pool has room.
+
+    Returns the entry count (0 = rejected). ``info[3]`` = arena nodes used; ``info[2]``
+    is -1 if the pool lacked room (the caller grows it and calls :func:`persist`);
+    otherwise ``info[3]`` is replaced by the new pool size.
+    """
+    n = advance(
+        cfg_top, cfg_par, n_cfg, data,
+        byte_class, trans, ncls, final, simple, dead_end, chain_ptr, chain_target, chain_push_ptr, chain_push,
+        ps, pp, pd, as_, ap, out_top, out_par, work_top, work_par, info,
+    )
+    if n == 0:
+        return 0
+    used = info[3]
+    if n_pool + used > ps.shape[0]:
+        info[2] = -1
+        return n
+    size, m = persist(out_top, out_par, n, used, as_, ap, ps, pp, pd, n_pool)
+    info[3] = size
+    return m
+
+
+@njit(nogil=True, cache=True)
+def set_bits(row, ids):
+    for k in range(ids.shape[0]):
+        t = ids[k]
+        row[t >> 5] |= np.int32(1) << np.int32(t & 31)
+
+
+@njit(nogil=True, cache=True)
+def can_end(cfg_top, cfg_par, n, final, ps, pp):
+    """True if some stack of the configuration can complete the root rule now."""
+    for k in range(n):
+        if not final[cfg_top[k]]:
+            continue
+        p = cfg_par[k]
+        ok = True
+        while p >= 0:
+            if not final[ps[p]]:
+                ok = False
+                break
+            p = pp[p]
+        if ok:
+            return True
+    return False
+
+
+@njit(nogil=True, cache=True)
+def next_classes(
+    cfg_top, cfg_par, n_cfg,
+    trans, ncls, final, chain_ptr, chain_target, chain_push_ptr, chain_push,
+    ps, pp, pd, as_, ap, out_top, out_par, work_top, work_par, info, out_ok,
+):
+    """``out_ok[c] = 1`` iff byte class ``c`` can be consumed from the configuration."""
+    acount = np.zeros(1, dtype=np.int64)
+    for c in range(ncls):
+        acount[0] = 0
+        info[0] = 0
+        info[1] = 1 << 30
+        info[2] = 0
+        n = step(
+            cfg_top, cfg_par, 0, n_cfg, c,
+            trans, ncls, final, chain_ptr, chain_target, chain_push_ptr, chain_push,
+            ps, pp, pd, as_, ap, acount,
+            out_top, out_par, 0, work_top, work_par, info,
+        )
+        out_ok[c] = 1 if (n > 0 and info[2] == 0) else 0

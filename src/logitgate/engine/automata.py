@@ -1,0 +1,492 @@
+"""Byte-level automata: NFA construction from IR, subset construction, products, minimization.
+
+The engine represents every *called* grammar rule as a DFA over bytes plus "call" edges
+(one per callee rule). This module builds those DFAs from IR expressions:
+
+* :class:`NFA` — Thompson construction with epsilon edges, byte-set edges (256-bit
+  Python ints) and call edges; references to rules that are inlined are expanded in place.
+* :func:`determinize` — subset construction; call edges are symbols like bytes.
+* :func:`minimize` — Moore partition refinement (finality, byte classes, call symbols).
+* ``And``/``Not`` sub-expressions are compiled to standalone call-free DFAs, combined by
+  product / complement, and embedded back into the NFA.
+
+Every construction is bounded (``max_states``) and raises :class:`LimitExceededError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..errors import GrammarError, LimitExceededError
+from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq
+
+__all__ = [
+    "ALL_BYTES",
+    "DFA",
+    "NFA",
+    "RefResolver",
+    "byte_partition",
+    "determinize",
+    "minimize",
+    "standalone_dfa",
+    "trim",
+]
+
+ALL_BYTES = (1 << 256) - 1
+
+# A resolver tells the NFA builder what to do with a rule reference:
+#   ("inline", expr)            expand the rule body in place
+#   ("call", rule_id, nullable) emit a call edge (plus an epsilon skip if the rule is nullable)
+RefResolver = Callable[[str], tuple]
+
+
+@dataclass
+class NFA:
+    """A mutable Thompson NFA over bytes with call edges."""
+
+    max_states: int = 200_000
+    eps: list[list[int]] = field(default_factory=list)
+    edges: list[list[tuple[int, int]]] = field(default_factory=list)  # (byte mask, target)
+    calls: list[list[tuple[int, int]]] = field(default_factory=list)  # (rule id, target)
+
+    def new_state(self) -> int:
+        n = len(self.eps)
+        if n >= self.max_states:
+            raise LimitExceededError(
+                f"grammar automaton exceeds {self.max_states} NFA states", limit="max_nfa_states"
+            )
+        self.eps.append([])
+        self.edges.append([])
+        self.calls.append([])
+        return n
+
+    def __len__(self) -> int:
+        return len(self.eps)
+
+    # ------------------------------------------------------------------ Thompson construction
+    def build(self, expr: Expr, resolve: RefResolver | None, _inlining: tuple[str, ...] = ()) -> tuple[int, int]:
+        """Add a fragment for ``expr``; returns ``(start, end)`` states."""
+        if isinstance(expr, Bytes):
+            s = self.new_state()
+            cur = s
+            for b in expr.value:
+                nxt = self.new_state()
+                self.edges[cur].append((1 << b, nxt))
+                cur = nxt
+            return s, cur
+        if isinstance(expr, ByteSet):
+            s, e = self.new_state(), self.new_state()
+            self.edges[s].append((expr.to_mask(), e))
+            return s, e
+        if isinstance(expr, Seq):
+            s, cur = self.build(expr.items[0], resolve, _inlining)
+            for it in expr.items[1:]:
+                a, b = self.build(it, resolve, _inlining)
+                self.eps[cur].append(a)
+                cur = b
+            return s, cur
+        if isinstance(expr, Alt):
+            s, e = self.new_state(), self.new_state()
+            for it in expr.items:
+                a, b = self.build(it, resolve, _inlining)
+                self.eps[s].append(a)
+                self.eps[b].append(e)
+            return s, e
+        if isinstance(expr, Repeat):
+            return self._build_repeat(expr, resolve, _inlining)
+        if isinstance(expr, Ref):
+            if resolve is None:
+                raise GrammarError(f"rule reference {expr.name!r} is not allowed here")
+            how = resolve(expr.name)
+            if how[0] == "inline":
+                if expr.name in _inlining:
+                    raise GrammarError(f"rule {expr.name!r} is recursive and cannot be inlined")
+                return self.build(how[1], resolve, (*_inlining, expr.name))
+            _, rule_id, nullable = how
+            s, e = self.new_state(), self.new_state()
+            self.calls[s].append((rule_id, e))
+            if nullable:
+                self.eps[s].append(e)
+            return s, e
+        if isinstance(expr, And | Not):
+            dfa = standalone_dfa(expr, resolve, self.max_states, _inlining)
+            return self.embed(dfa)
+        raise GrammarError(f"unknown IR node {expr!r}")
+
+    def _build_repeat(self, expr: Repeat, resolve: RefResolver | None, inl: tuple[str, ...]) -> tuple[int, int]:
+        s = self.new_state()
+        cur = s
+        for _ in range(expr.min):
+            a, b = self.build(expr.item, resolve, inl)
+            self.eps[cur].append(a)
+            cur = b
+        if expr.max is None:
+            loop = self.new_state()
+            self.eps[cur].append(loop)
+            a, b = self.build(expr.item, resolve, inl)
+            self.eps[loop].append(a)
+            self.eps[b].append(loop)
+            return s, loop
+        end = self.new_state()
+        for _ in range(expr.max - expr.min):
+            a, b = self.build(expr.item, resolve, inl)
+            self.eps[cur].append(a)
+            self.eps[cur].append(end)
+            cur = b
+        self.eps[cur].append(end)
+        return s, end
+
+    def embed(self, dfa: DFA) -> tuple[int, int]:
+        """Copy a call-free DFA into this NFA as a fragment."""
+        base = len(self.eps)
+        for _ in range(dfa.num_states):
+            self.new_state()
+        end = self.new_state()
+        for i in range(dfa.num_states):
+            for mask, t in dfa.edge_masks(i):
+                self.edges[base + i].append((mask, base + t))
+            if dfa.final[i]:
+                self.eps[base + i].append(end)
+        return base + dfa.start, end
+
+    # ------------------------------------------------------------------ closure
+    def closure(self, states: frozenset[int] | set[int]) -> frozenset[int]:
+        stack = list(states)
+        seen = set(states)
+        eps = self.eps
+        while stack:
+            for t in eps[stack.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+
+def byte_partition(masks: list[int] | set[int]) -> list[int]:
+    """Coarsest partition of the 256 bytes that refines every mask; returns the class masks."""
+    classes = [ALL_BYTES]
+    for m in set(masks):
+        if m == ALL_BYTES or m == 0:
+            continue
+        nxt = []
+        for c in classes:
+            a = c & m
+            if a and a != c:
+                nxt.append(a)
+                nxt.append(c & ~m)
+            else:
+                nxt.append(c)
+        classes = nxt
+    return classes
+
+
+@dataclass
+class DFA:
+    """A DFA over byte classes with call edges.
+
+    ``classes`` are disjoint byte masks covering all 256 bytes; ``trans[s][c]`` is the
+    target of class ``c`` from state ``s`` or -1; ``calls[s]`` maps callee rule id to
+    target; ``final[s]`` marks accepting states.
+    """
+
+    classes: list[int]
+    trans: list[list[int]]
+    final: list[bool]
+    calls: list[dict[int, int]]
+    start: int = 0
+
+    @property
+    def num_states(self) -> int:
+        return len(self.trans)
+
+    def edge_masks(self, s: int) -> list[tuple[int, int]]:
+        """Outgoing byte edges of ``s`` as (mask, target), classes with the same target merged."""
+        by_target: dict[int, int] = {}
+        for c, t in enumerate(self.trans[s]):
+            if t >= 0:
+                by_target[t] = by_target.get(t, 0) | self.classes[c]
+        return [(m, t) for t, m in by_target.items()]
+
+    def accepts(self, data: bytes) -> bool:
+        """Membership for call-free DFAs (tests and debugging)."""
+        s = self.start
+        for b in data:
+            c = self.class_of(b)
+            s = self.trans[s][c]
+            if s < 0:
+                return False
+        return self.final[s]
+
+    def class_of(self, byte: int) -> int:
+        bit = 1 << byte
+        for i, m in enumerate(self.classes):
+            if m & bit:
+                return i
+        raise AssertionError("classes do not cover all bytes")
+
+
+def determinize(nfa: NFA, start: int, end: int, max_states: int = 100_000) -> DFA:
+    """Subset construction; NFA state ``end`` is the only accepting state."""
+    masks = {m for es in nfa.edges for m, _ in es}
+    classes = byte_partition(masks)
+    # For each distinct mask, the list of class indices it covers.
+    cover: dict[int, list[int]] = {}
+    for m in masks:
+        cover[m] = [i for i, c in enumerate(classes) if c & m]
+    ncls = len(classes)
+    s0 = nfa.closure({start})
+    ids: dict[frozenset[int], int] = {s0: 0}
+    order = [s0]
+    trans: list[list[int]] = []
+    final: list[bool] = []
+    calls: list[dict[int, int]] = []
+    i = 0
+    while i < len(order):
+        S = order[i]
+        i += 1
+        per_class: list[set[int] | None] = [None] * ncls
+        per_call: dict[int, set[int]] = {}
+        for q in S:
+            for m, t in nfa.edges[q]:
+                for c in cover[m]:
+                    tgt = per_class[c]
+                    if tgt is None:
+                        per_class[c] = {t}
+                    else:
+                        tgt.add(t)
+            for r, t in nfa.calls[q]:
+                per_call.setdefault(r, set()).add(t)
+        row = [-1] * ncls
+        for c in range(ncls):
+            tgt = per_class[c]
+            if tgt:
+                T = nfa.closure(tgt)
+                j = ids.get(T)
+                if j is None:
+                    j = len(order)
+                    if j >= max_states:
+                        raise LimitExceededError(
+                            f"grammar automaton exceeds {max_states} DFA states", limit="max_dfa_states"
+                        )
+                    ids[T] = j
+                    order.append(T)
+                row[c] = j
+        crow: dict[int, int] = {}
+        for r in sorted(per_call):
+            T = nfa.closure(per_call[r])
+            j = ids.get(T)
+            if j is None:
+                j = len(order)
+                if j >= max_states:
+                    raise LimitExceededError(
+                        f"grammar automaton exceeds {max_states} DFA states", limit="max_dfa_states"
+                    )
+                ids[T] = j
+                order.append(T)
+            crow[r] = j
+        trans.append(row)
+        final.append(end in S)
+        calls.append(crow)
+    return DFA(classes, trans, final, calls, 0)
+
+
+def minimize(dfa: DFA) -> DFA:
+    """Merge equivalent states (Moore refinement); unreachable states are dropped.
+
+    Assumes ``dfa`` is trimmed (no dead states other than missing transitions, which
+    all mean the same thing: reject).
+    """
+    n = dfa.num_states
+    # reachable states from start, in BFS order (canonical numbering)
+    order = _bfs_order(dfa)
+    idx = {s: i for i, s in enumerate(order)}
+    trans = [[(idx[t] if t >= 0 else -1) for t in dfa.trans[s]] for s in order]
+    calls = [{r: idx[t] for r, t in dfa.calls[s].items()} for s in order]
+    final = [dfa.final[s] for s in order]
+    n = len(order)
+    block = [0] * n
+    sig0: dict[tuple, int] = {}
+    for s in range(n):
+        key = (final[s], tuple(sorted(calls[s])))
+        block[s] = sig0.setdefault(key, len(sig0))
+    nblocks = len(sig0)
+    while True:
+        sigs: dict[tuple, int] = {}
+        new_block = [0] * n
+        for s in range(n):
+            key = (
+                block[s],
+                tuple(block[t] if t >= 0 else -1 for t in trans[s]),
+                tuple((r, block[t]) for r, t in sorted(calls[s].items())),
+            )
+            new_block[s] = sigs.setdefault(key, len(sigs))
+        if len(sigs) == nblocks:
+            block = new_block
+            break
+        block, nblocks = new_block, len(sigs)
+    # Build quotient, renumbered by BFS from the start block for a canonical order.
+    rep: dict[int, int] = {}
+    for s in range(n):
+        rep.setdefault(block[s], s)
+    q_trans = {b: [(block[t] if t >= 0 else -1) for t in trans[s]] for b, s in rep.items()}
+    q_calls = {b: {r: block[t] for r, t in calls[s].items()} for b, s in rep.items()}
+    q_final = {b: final[s] for b, s in rep.items()}
+    quotient = DFA(dfa.classes, [], [], [], 0)
+    border = [block[0]]
+    bidx = {block[0]: 0}
+    k = 0
+    while k < len(border):
+        b = border[k]
+        k += 1
+        for t in list(q_trans[b]) + [t for _, t in sorted(q_calls[b].items())]:
+            if t >= 0 and t not in bidx:
+                bidx[t] = len(border)
+                border.append(t)
+    for b in border:
+        quotient.trans.append([(bidx[t] if t >= 0 else -1) for t in q_trans[b]])
+        quotient.calls.append({r: bidx[t] for r, t in q_calls[b].items()})
+        quotient.final.append(q_final[b])
+    return quotient
+
+
+def _bfs_order(dfa: DFA) -> list[int]:
+    seen = {dfa.start}
+    order = [dfa.start]
+    i = 0
+    while i < len(order):
+        s = order[i]
+        i += 1
+        for t in list(dfa.trans[s]) + [t for _, t in sorted(dfa.calls[s].items())]:
+            if t >= 0 and t not in seen:
+                seen.add(t)
+                order.append(t)
+    return order
+
+
+def trim(dfa: DFA, productive_calls: Callable[[int], bool] = lambda r: True) -> DFA | None:
+    """Remove states that cannot reach a final state (and edges to them).
+
+    ``productive_calls(r)`` says whether callee rule ``r`` can derive any string; call
+    edges to unproductive rules are dropped. Returns None if the start state is dead.
+    """
+    n = dfa.num_states
+    rev: list[list[int]] = [[] for _ in range(n)]
+    for s in range(n):
+        for t in dfa.trans[s]:
+            if t >= 0:
+                rev[t].append(s)
+        for r, t in dfa.calls[s].items():
+            if productive_calls(r):
+                rev[t].append(s)
+    live = [False] * n
+    stack = [s for s in range(n) if dfa.final[s]]
+    for s in stack:
+        live[s] = True
+    while stack:
+        for p in rev[stack.pop()]:
+            if not live[p]:
+                live[p] = True
+                stack.append(p)
+    if not live[dfa.start]:
+        return None
+    trans = [[(t if t >= 0 and live[t] else -1) for t in row] for row in dfa.trans]
+    calls = [
+        {r: t for r, t in dfa.calls[s].items() if live[t] and productive_calls(r)} for s in range(n)
+    ]
+    out = DFA(dfa.classes, trans, list(dfa.final), calls, dfa.start)
+    # drop now-unreachable states
+    order = _bfs_order(out)
+    idx = {s: i for i, s in enumerate(order)}
+    return DFA(
+        out.classes,
+        [[(idx[t] if t >= 0 else -1) for t in out.trans[s]] for s in order],
+        [out.final[s] for s in order],
+        [{r: idx[t] for r, t in out.calls[s].items()} for s in order],
+        0,
+    )
+
+
+# ---------------------------------------------------------------------- And / Not
+
+
+def standalone_dfa(
+    expr: Expr, resolve: RefResolver | None, max_states: int, inlining: tuple[str, ...] = ()
+) -> DFA:
+    """A call-free, trimmed DFA for a regular expression (used for And/Not operands)."""
+    if isinstance(expr, And):
+        dfas = [standalone_dfa(it, resolve, max_states, inlining) for it in expr.items]
+        out = dfas[0]
+        for d in dfas[1:]:
+            out = _product(out, d, max_states)
+        return out
+    if isinstance(expr, Not):
+        return _complement(standalone_dfa(expr.item, resolve, max_states, inlining), max_states)
+
+    def regular_only(name: str) -> tuple:
+        how = resolve(name) if resolve is not None else ("call",)
+        if how[0] != "inline":
+            raise GrammarError(
+                f"rule {name!r} is used inside an intersection or complement but is not regular "
+                "(it is recursive); And/Not operands must be regular"
+            )
+        return how
+
+    nfa = NFA(max_states=max_states * 4)
+    s, e = nfa.build(expr, regular_only, inlining)
+    dfa = determinize(nfa, s, e, max_states)
+    t = trim(dfa)
+    if t is None:
+        return _empty_dfa()
+    return t
+
+
+def _empty_dfa() -> DFA:
+    return DFA([ALL_BYTES], [[-1]], [False], [{}], 0)
+
+
+def _product(a: DFA, b: DFA, max_states: int) -> DFA:
+    classes = byte_partition(a.classes + b.classes)
+    ca = [next(i for i, m in enumerate(a.classes) if m & c) for c in classes]
+    cb = [next(i for i, m in enumerate(b.classes) if m & c) for c in classes]
+    ids = {(a.start, b.start): 0}
+    order = [(a.start, b.start)]
+    trans: list[list[int]] = []
+    final: list[bool] = []
+    i = 0
+    while i < len(order):
+        p, q = order[i]
+        i += 1
+        row = []
+        for k in range(len(classes)):
+            tp, tq = a.trans[p][ca[k]], b.trans[q][cb[k]]
+            if tp < 0 or tq < 0:
+                row.append(-1)
+                continue
+            key = (tp, tq)
+            j = ids.get(key)
+            if j is None:
+                j = len(order)
+                if j >= max_states:
+                    raise LimitExceededError(
+                        f"intersection automaton exceeds {max_states} states", limit="max_dfa_states"
+                    )
+                ids[key] = j
+                order.append(key)
+            row.append(j)
+        trans.append(row)
+        final.append(a.final[p] and b.final[q])
+    out = trim(DFA(classes, trans, final, [{} for _ in trans], 0))
+    return out if out is not None else _empty_dfa()
+
+
+def _complement(a: DFA, max_states: int) -> DFA:
+    n = a.num_states
+    if n + 1 > max_states:
+        raise LimitExceededError(f"complement automaton exceeds {max_states} states", limit="max_dfa_states")
+    sink = n
+    trans = [[(t if t >= 0 else sink) for t in row] for row in a.trans]
+    trans.append([sink] * len(a.classes))
+    final = [not f for f in a.final] + [True]
+    out = trim(DFA(list(a.classes), trans, final, [{} for _ in trans], a.start))
+    return out if out is not None else _empty_dfa()

@@ -1,0 +1,248 @@
+"""``GrammarCompiler`` and ``CompiledGrammar``: grammars compiled against one tokenizer.
+
+Compiling is cheap on purpose: it builds the grammar's RTN (rule DFAs with call edges,
+:mod:`.rtn`) and nothing per token. Token masks are computed lazily, per parser state,
+on first need (:mod:`.masks`), cached in a memory-bounded store shared by every grammar
+the compiler produced, and keyed so that identical rules in different grammars share
+their masks.
+
+Example::
+
+    >>> import logitgate as lg
+    >>> tok = lg.TokenizerInfo.from_vocab([b"1", b"2", b"+", b"12", b"</s>"], eos_token_id=4,
+    ...                                   special_token_ids=[4])
+    >>> cg = lg.GrammarCompiler(tok).compile_regex(r"[12]+(\\+[12]+)*")
+    >>> cg.tokenizer_info.vocab_size
+    5
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import GrammarError
+from ..grammar.ir import Grammar
+from .masks import MaskStore, StateMask, WalkScratch, compute_state_mask, resolve_context
+from .rtn import RTN, CompileLimits, compile_rtn
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tokenizer import TokenizerInfo
+
+__all__ = ["CompiledGrammar", "GrammarCompiler"]
+
+_NEED_DEEPER = object()
+
+
+class TokenRuntime:
+    """Per-tokenizer data the engine needs at run time (shared by all grammars)."""
+
+    def __init__(self, info: TokenizerInfo):
+        self.info = info
+        self.trie = info.trie
+        self.vocab_size = int(info.vocab_size)
+        self.num_words = (self.vocab_size + 31) // 32
+        lens = np.fromiter((len(b) for b in info.token_bytes), dtype=np.int64, count=len(info.token_bytes))
+        self.tok_off = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=self.tok_off[1:])
+        self.tok_data = np.frombuffer(b"".join(info.token_bytes), dtype=np.uint8)
+        in_trie = np.zeros(self.vocab_size, dtype=bool)
+        in_trie[self.trie.tok_ids] = True
+        self.in_trie = in_trie
+        self.base_row = np.zeros(self.num_words, dtype=np.int32)
+        ids = self.trie.tok_ids.astype(np.int64)
+        np.bitwise_or.at(self.base_row.view(np.uint32), ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
+        self._local = threading.local()
+
+    def scratch(self) -> WalkScratch:
+        s = getattr(self._local, "scratch", None)
+        if s is None:
+            s = WalkScratch(int(self.trie.max_depth), self.num_words)
+            self._local.scratch = s
+        return s
+
+    def token_data(self, token_id: int) -> np.ndarray:
+        return self.tok_data[self.tok_off[token_id] : self.tok_off[token_id + 1]]
+
+
+class CompiledGrammar:
+    """A grammar compiled for one tokenizer; create matchers from it.
+
+    Thread-safe: many matchers (in many threads) may share one compiled grammar.
+    """
+
+    def __init__(self, grammar: Grammar, rtn: RTN, runtime: TokenRuntime, store: MaskStore,
+                 context_cache_entries: int = 100_000):
+        self.grammar = grammar
+        self.rtn = rtn
+        self._runtime = runtime
+        self._store = store
+        self._state_masks: list[StateMask | None] = [None] * rtn.num_states
+        self._ctx: dict[tuple, Any] = {}
+        self._ctx_limit = context_cache_entries
+        self._lock = threading.Lock()
+
+    @property
+    def tokenizer_info(self) -> TokenizerInfo:
+        return self._runtime.info
+
+    @property
+    def memory_size_bytes(self) -> int:
+        """Bytes held by this grammar's automaton and its private caches (shared masks excluded)."""
+        r = self.rtn
+        arrays = (r.trans, r.final, r.chain_ptr, r.chain_target, r.chain_push_ptr, r.chain_push)
+        return int(sum(a.nbytes for a in arrays) + 64 * len(self._ctx))
+
+    def __repr__(self) -> str:
+        st = self.rtn.stats
+        return f"CompiledGrammar(rules={st['rules']}, states={st['states']}, classes={st['classes']})"
+
+    # ------------------------------------------------------------------ masks
+    def state_mask(self, state: int) -> StateMask:
+        """Context-independent mask of ``state`` (computed once, then cached)."""
+        m = self._state_masks[state]
+        if m is not None:
+            return m
+        key = (self._runtime.info.fingerprint, *self.rtn.state_key(state))
+        m = self._store.get(key)
+        if m is None:
+            rt = self._runtime
+            m = compute_state_mask(state, self.rtn, rt.trie, rt.num_words, rt.vocab_size, rt.scratch())
+            self._store.put(key, m)
+        self._state_masks[state] = m
+        return m
+
+    def context_tokens(self, top: int, parent: int, pool) -> np.ndarray:
+        """Token ids a context-dependent token resolution adds for stack ``(top, parent)``."""
+        ps, pp = pool.state, pool.parent
+        key: tuple = (top,)
+        p = parent
+        while p >= 0:
+            key = (*key, int(ps[p]))
+            hit = self._ctx.get(key)
+            if hit is None:
+                break
+            if hit is not _NEED_DEEPER:
+                return hit
+            p = int(pp[p])
+        rt = self._runtime
+        ids, min_depth = resolve_context(self.state_mask(top), parent, self.rtn, rt.trie, pool, rt.scratch())
+        k = int(pool.depth[parent]) - min_depth + 1
+        full: list[int] = [top]
+        p = parent
+        for _ in range(k):
+            full.append(int(ps[p]))
+            p = int(pp[p])
+        if len(self._ctx) >= self._ctx_limit:
+            self._ctx.clear()
+        for j in range(2, len(full)):
+            self._ctx.setdefault(tuple(full[:j]), _NEED_DEEPER)
+        self._ctx[tuple(full)] = ids
+        return ids
+
+
+class GrammarCompiler:
+    """Compiles grammars for one tokenizer and caches the results (thread-safe).
+
+    Args:
+        tokenizer_info: the vocabulary (:class:`logitgate.TokenizerInfo`).
+        cache_limit_bytes: memory bound for cached per-state token masks.
+        max_threads: default thread count for batch mask filling.
+        limits: automaton size limits (:class:`logitgate.engine.rtn.CompileLimits`).
+        cache_enabled: keep compiled grammars keyed by their input.
+    """
+
+    def __init__(
+        self,
+        tokenizer_info: TokenizerInfo,
+        *,
+        cache_limit_bytes: int = 1 << 30,
+        max_threads: int = 8,
+        limits: CompileLimits | None = None,
+        cache_enabled: bool = True,
+    ):
+        self.tokenizer_info = tokenizer_info
+        self.max_threads = int(max_threads)
+        self.limits = limits or CompileLimits()
+        self.cache_enabled = cache_enabled
+        self._runtime = TokenRuntime(tokenizer_info)
+        self._store = MaskStore(cache_limit_bytes)
+        self._by_grammar: dict[Grammar, CompiledGrammar] = {}
+        self._by_input: dict[tuple, CompiledGrammar] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ front doors
+    def compile_grammar(self, grammar: Grammar | str, root: str = "root") -> CompiledGrammar:
+        """Compile a :class:`Grammar` or EBNF/GBNF text."""
+        if isinstance(grammar, str):
+            return self._cached(("ebnf", grammar, root), lambda: Grammar.from_ebnf(grammar, root=root))
+        if not isinstance(grammar, Grammar):
+            raise GrammarError(f"compile_grammar needs a Grammar or EBNF text, got {type(grammar).__name__}")
+        return self._compile(grammar)
+
+    def compile_json_schema(self, schema: Any, **options: Any) -> CompiledGrammar:
+        """Compile a JSON Schema (dict, bool, JSON text or pydantic model); see
+        :func:`logitgate.grammar.json_schema.json_schema_grammar` for ``options``."""
+        key_schema = schema
+        if isinstance(schema, dict | bool | list):
+            key_schema = json.dumps(schema, sort_keys=True)
+        elif isinstance(schema, type):
+            key_schema = f"{schema.__module__}.{schema.__qualname__}@{id(schema)}"
+        key = ("json_schema", key_schema, tuple(sorted((k, repr(v)) for k, v in options.items())))
+        return self._cached(key, lambda: Grammar.from_json_schema(schema, **options))
+
+    def compile_regex(self, pattern: str, **options: Any) -> CompiledGrammar:
+        """Compile a regex (the whole output must match; see :mod:`logitgate.grammar.regex`)."""
+        key = ("regex", pattern, tuple(sorted((k, repr(v)) for k, v in options.items())))
+        return self._cached(key, lambda: Grammar.from_regex(pattern, **options))
+
+    def compile_builtin_json(self, **options: Any) -> CompiledGrammar:
+        """Compile the grammar of any JSON value."""
+        key = ("builtin_json", tuple(sorted((k, repr(v)) for k, v in options.items())))
+        return self._cached(key, lambda: Grammar.builtin_json(**options))
+
+    def compile_choices(self, choices: Iterable[str | bytes]) -> CompiledGrammar:
+        """Compile "exactly one of these strings"."""
+        items = tuple(choices)
+        return self._cached(("choices", items), lambda: Grammar.from_choices(items))
+
+    def clear_cache(self) -> None:
+        """Forget compiled grammars and cached masks."""
+        with self._lock:
+            self._by_grammar.clear()
+            self._by_input.clear()
+        self._store.clear()
+
+    @property
+    def mask_store(self) -> MaskStore:
+        return self._store
+
+    # ------------------------------------------------------------------ internals
+    def _cached(self, key: tuple, make) -> CompiledGrammar:
+        if self.cache_enabled:
+            with self._lock:
+                hit = self._by_input.get(key)
+            if hit is not None:
+                return hit
+        cg = self._compile(make())
+        if self.cache_enabled:
+            with self._lock:
+                self._by_input.setdefault(key, cg)
+        return cg
+
+    def _compile(self, grammar: Grammar) -> CompiledGrammar:
+        if self.cache_enabled:
+            with self._lock:
+                hit = self._by_grammar.get(grammar)
+            if hit is not None:
+                return hit
+        rtn = compile_rtn(grammar, self.limits)
+        cg = CompiledGrammar(grammar, rtn, self._runtime, self._store)
+        if self.cache_enabled:
+            with self._lock:
+                cg = self._by_grammar.setdefault(grammar, cg)
+        return cg

@@ -1,0 +1,262 @@
+"""Per-state token masks: computation, adaptive storage and a bounded shared cache.
+
+For a state ``s`` at the top of an unknown stack, :func:`compute_state_mask` walks the
+token trie once (numba) and records
+
+* the tokens accepted without leaving ``s``'s rule frame — stored as a list of accepted
+  ids, a list of rejected ids or a packed bitset, whichever is smallest; and
+* the trie nodes where some path leaves the frame ("exit nodes"): tokens below them
+  depend on the caller and are resolved per context by :func:`resolve_context`.
+
+Masks are keyed by :meth:`RTN.state_key`, which is independent of the grammar the state
+came from, so grammars sharing rules (every JSON schema has strings and numbers) share
+this work. :class:`MaskStore` bounds the memory they take.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ..errors import LimitExceededError
+from . import _walk
+
+__all__ = ["MaskStore", "StateMask", "TokenSetKind", "WalkScratch", "compute_state_mask", "resolve_context"]
+
+CONFIG_CAP = 256  # max stacks in one configuration (ambiguity bound)
+ARENA_CAP = 1 << 16
+
+
+class TokenSetKind:
+    BITSET = 0
+    ACCEPTED = 1
+    REJECTED = 2
+
+
+@dataclass(frozen=True)
+class StateMask:
+    """Context-independent part of one state's token mask."""
+
+    kind: int
+    data: np.ndarray  # int32: bitset words, or sorted token ids
+    exits: np.ndarray  # int32 trie node ids where a path leaves the frame
+    count: int  # number of accepted tokens (context-independent part)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.nbytes + self.exits.nbytes + 64)
+
+    def write(self, row: np.ndarray, overwrite: bool, base: np.ndarray) -> None:
+        """Write (``overwrite``) or OR this set into a packed bitmask row.
+
+        ``base`` is the bitset of every token the trie holds (used by REJECTED sets).
+        """
+        _write_set(row, self.kind, self.data, overwrite, base)
+
+
+@njit(nogil=True, cache=True)
+def _write_set(row, kind, data, overwrite, base):
+    """Write/OR a token set into ``row``; ``base`` is the bitset of all trie tokens."""
+    nw = row.shape[0]
+    if kind == 0:
+        if overwrite:
+            for w in range(nw):
+                row[w] = data[w]
+        else:
+            for w in range(nw):
+                row[w] |= data[w]
+    elif kind == 1:
+        if overwrite:
+            for w in range(nw):
+                row[w] = 0
+        for k in range(data.shape[0]):
+            t = data[k]
+            row[t >> 5] |= np.int32(1) << np.int32(t & 31)
+    elif overwrite:
+        for w in range(nw):
+            row[w] = base[w]
+        for k in range(data.shape[0]):
+            t = data[k]
+            row[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
+    else:
+        full = base.copy()
+        for k in range(data.shape[0]):
+            t = data[k]
+            full[t >> 5] &= ~(np.int32(1) << np.int32(t & 31))
+        for w in range(nw):
+            row[w] |= full[w]
+
+
+@njit(nogil=True, cache=True)
+def _row_to_ids(row, limit):
+    out = np.empty(limit, dtype=np.int32)
+    n = 0
+    for w in range(row.shape[0]):
+        x = row[w]
+        if x == 0:
+            continue
+        for b in range(32):
+            if (x >> b) & 1:
+                out[n] = w * 32 + b
+                n += 1
+    return out[:n]
+
+
+@njit(nogil=True, cache=True)
+def _popcount_row(row):
+    n = 0
+    for w in range(row.shape[0]):
+        x = np.uint32(row[w])
+        while x:
+            x &= x - np.uint32(1)
+            n += 1
+    return n
+
+
+@njit(nogil=True, cache=True)
+def _rejected_ids(row, trie_ids, limit):
+    """Ids of trie tokens (non-special real tokens) whose bit is clear."""
+    out = np.empty(limit, dtype=np.int32)
+    n = 0
+    for k in range(trie_ids.shape[0]):
+        t = trie_ids[k]
+        if not (row[t >> 5] >> (t & 31)) & 1:
+            out[n] = t
+            n += 1
+    return out[:n]
+
+
+class WalkScratch:
+    """Per-thread scratch buffers for trie walks (sized by trie depth and limits)."""
+
+    def __init__(self, max_depth: int, num_words: int):
+        depth = max_depth + 2
+        self.cbuf_top = np.empty(depth * CONFIG_CAP, dtype=np.int32)
+        self.cbuf_par = np.empty(depth * CONFIG_CAP, dtype=np.int32)
+        self.cstart = np.empty(depth, dtype=np.int64)
+        self.cend = np.empty(depth, dtype=np.int64)
+        self.atop = np.empty(depth, dtype=np.int64)
+        self.arena_state = np.empty(ARENA_CAP, dtype=np.int32)
+        self.arena_parent = np.empty(ARENA_CAP, dtype=np.int32)
+        self.work_top = np.empty(CONFIG_CAP * 6, dtype=np.int32)
+        self.work_par = np.empty(CONFIG_CAP * 6, dtype=np.int32)
+        self.out_top = np.empty(CONFIG_CAP, dtype=np.int32)
+        self.out_par = np.empty(CONFIG_CAP, dtype=np.int32)
+        self.info = np.zeros(4, dtype=np.int64)
+        self.row = np.zeros(num_words, dtype=np.int32)
+        self.exits = np.empty(4096, dtype=np.int32)
+
+
+def _raise_walk_error(code: int) -> None:
+    if code == _walk.ERR_CONFIG:
+        raise LimitExceededError(
+            f"the grammar is too ambiguous here: more than {CONFIG_CAP} parser stacks at once",
+            limit="config_cap",
+        )
+    if code == _walk.ERR_ARENA:
+        raise LimitExceededError("too many rule calls within one token", limit="arena_cap")
+
+
+def compute_state_mask(state: int, rtn, trie, num_words: int, vocab_size: int, scratch: WalkScratch) -> StateMask:
+    """Context-independent mask of ``state`` (see module docstring)."""
+    row = scratch.row
+    while True:
+        row[:] = 0
+        scratch.info[:] = 0
+        n_exit = _walk.ci_walk(
+            state,
+            trie.node_byte, trie.node_depth, trie.node_end, trie.tok_start, trie.tok_ids,
+            rtn.byte_class, rtn.trans, rtn.num_classes, rtn.final, rtn.simple,
+            rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push,
+            row, scratch.exits, scratch.cbuf_top, scratch.cbuf_par, scratch.cstart, scratch.cend,
+            scratch.atop, scratch.arena_state, scratch.arena_parent, scratch.work_top, scratch.work_par,
+            scratch.info,
+        )
+        code = int(scratch.info[2])
+        if code == _walk.ERR_EXITS:
+            scratch.exits = np.empty(scratch.exits.shape[0] * 4, dtype=np.int32)
+            continue
+        _raise_walk_error(code)
+        break
+    exits = scratch.exits[:n_exit].copy()
+    count = int(_popcount_row(row))
+    n_trie = int(trie.tok_ids.shape[0])
+    words = row.shape[0]
+    # choose the smallest representation (ids are 4 bytes each, the bitset 4 bytes a word)
+    if count <= words:
+        return StateMask(TokenSetKind.ACCEPTED, _row_to_ids(row, count), exits, count)
+    if n_trie - count <= words:
+        return StateMask(TokenSetKind.REJECTED, _rejected_ids(row, trie.tok_ids, n_trie - count), exits, count)
+    return StateMask(TokenSetKind.BITSET, row.copy(), exits, count)
+
+
+def resolve_context(state_mask: StateMask, parent: int, rtn, trie, pool, scratch: WalkScratch) -> tuple[np.ndarray, int]:
+    """Tokens below the exit nodes accepted with the real parent stack ``parent``.
+
+    Returns ``(token ids, deepest pool depth touched)``.
+    """
+    row = scratch.row
+    row[:] = 0
+    scratch.info[:] = 0
+    min_depth = _walk.resolve_walk(
+        parent,
+        state_mask.exits, state_mask.exits.shape[0],
+        trie.node_byte, trie.node_depth, trie.node_end, trie.tok_start, trie.tok_ids,
+        rtn.byte_class, rtn.trans, rtn.num_classes, rtn.final, rtn.simple,
+        rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push,
+        pool.state, pool.parent, pool.depth,
+        row, scratch.cbuf_top, scratch.cbuf_par, scratch.cstart, scratch.cend, scratch.atop,
+        scratch.arena_state, scratch.arena_parent, scratch.work_top, scratch.work_par, scratch.info,
+    )
+    _raise_walk_error(int(scratch.info[2]))
+    count = int(_popcount_row(row))
+    return _row_to_ids(row, count), int(min_depth)
+
+
+class MaskStore:
+    """A thread-safe, memory-bounded LRU cache of :class:`StateMask` keyed by state keys."""
+
+    def __init__(self, limit_bytes: int = 1 << 30):
+        self.limit_bytes = int(limit_bytes)
+        self._items: OrderedDict[tuple, StateMask] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple) -> StateMask | None:
+        with self._lock:
+            m = self._items.get(key)
+            if m is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+            else:
+                self.misses += 1
+            return m
+
+    def put(self, key: tuple, mask: StateMask) -> None:
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old.nbytes
+            self._items[key] = mask
+            self._bytes += mask.nbytes
+            while self._bytes > self.limit_bytes and len(self._items) > 1:
+                _, ev = self._items.popitem(last=False)
+                self._bytes -= ev.nbytes
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0

@@ -1,0 +1,381 @@
+"""``GrammarMatcher``: the per-sequence state of constrained decoding.
+
+A matcher holds a parser configuration (a set of stacks whose frames live in a pool
+shared with its forks), fills next-token bitmasks and accepts tokens. Rejected tokens
+leave the state unchanged; ``rollback`` undoes accepted tokens (speculative decoding);
+``fork`` copies the state cheaply (beam search).
+
+Example::
+
+    >>> import logitgate as lg
+    >>> tok = lg.TokenizerInfo.from_vocab([b"a", b"b", b"ab", b"</s>"], eos_token_id=3,
+    ...                                   special_token_ids=[3])
+    >>> m = lg.GrammarMatcher(lg.GrammarCompiler(tok).compile_regex("(ab)+"))
+    >>> bm = lg.allocate_token_bitmask(1, tok.vocab_size)
+    >>> _ = m.fill_next_token_bitmask(bm)
+    >>> lg.bitmask_to_ids(bm[0], tok.vocab_size).tolist()
+    [0, 2]
+    >>> m.accept_token(2), m.accept_token(3), m.is_terminated()
+    (True, True, True)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import LogitgateError
+from . import _walk
+from .compiler import CompiledGrammar
+from .masks import CONFIG_CAP, _raise_walk_error
+
+__all__ = ["GrammarMatcher"]
+
+
+class FramePool:
+    """Append-only frame storage shared by a matcher and its forks."""
+
+    def __init__(self, capacity: int = 1024):
+        self.state = np.empty(capacity, dtype=np.int32)
+        self.parent = np.empty(capacity, dtype=np.int32)
+        self.depth = np.empty(capacity, dtype=np.int32)
+        self.size = 0
+        self.lock = threading.Lock()
+
+    def reserve(self, extra: int) -> None:
+        need = self.size + extra
+        cap = self.state.shape[0]
+        if need <= cap:
+            return
+        while cap < need:
+            cap *= 2
+        for name in ("state", "parent", "depth"):
+            old = getattr(self, name)
+            new = np.empty(cap, dtype=old.dtype)
+            new[: self.size] = old[: self.size]
+            setattr(self, name, new)
+
+
+class _State:
+    __slots__ = ("par", "terminated", "top")
+
+    def __init__(self, top: np.ndarray, par: np.ndarray, terminated: bool):
+        self.top = top
+        self.par = par
+        self.terminated = terminated
+
+
+class GrammarMatcher:
+    """Matches a token sequence against a compiled grammar, one token at a time.
+
+    Args:
+        compiled_grammar: from :class:`GrammarCompiler`.
+        max_rollback_tokens: how many accepted tokens :meth:`rollback` can undo
+            (-1: unlimited).
+        stop_token_ids: tokens that end generation; default: the tokenizer's stop tokens.
+            They are allowed exactly when the grammar can end; accepting one terminates.
+        terminate_without_stop_token: if True, the matcher also terminates as soon as the
+            grammar has ended and nothing else can follow.
+    """
+
+    def __init__(
+        self,
+        compiled_grammar: CompiledGrammar,
+        *,
+        max_rollback_tokens: int = 0,
+        stop_token_ids: Iterable[int] | None = None,
+        terminate_without_stop_token: bool = False,
+        override_stop_tokens: Iterable[int] | None = None,
+    ):
+        if not isinstance(compiled_grammar, CompiledGrammar):
+            raise TypeError("GrammarMatcher needs a CompiledGrammar (see GrammarCompiler)")
+        self._cg = compiled_grammar
+        self._rt = compiled_grammar._runtime
+        self._rtn = compiled_grammar.rtn
+        if stop_token_ids is None:
+            stop_token_ids = override_stop_tokens
+        stops = self._rt.info.stop_token_ids if stop_token_ids is None else tuple(stop_token_ids)
+        vs = self._rt.vocab_size
+        for t in stops:
+            if not 0 <= int(t) < vs:
+                raise ValueError(f"stop token id {t} is outside the vocabulary (size {vs})")
+        self._stop_ids = np.array(sorted({int(t) for t in stops}), dtype=np.int32)
+        self._stop_set = frozenset(int(t) for t in stops)
+        self.max_rollback_tokens = int(max_rollback_tokens)
+        self.terminate_without_stop_token = bool(terminate_without_stop_token)
+        self._pool = FramePool()
+        self._history: deque[_State] = deque()
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        """Back to the start of the grammar (history cleared)."""
+        self._top = np.array([self._rtn.root_start], dtype=np.int32)
+        self._par = np.array([_walk.BOTTOM], dtype=np.int32)
+        self._terminated = False
+        self._history.clear()
+
+    def fork(self) -> GrammarMatcher:
+        """An independent copy of this matcher (shares immutable frames)."""
+        m = object.__new__(GrammarMatcher)
+        m.__dict__.update(self.__dict__)
+        m._history = deque(self._history)
+        return m
+
+    @property
+    def compiled_grammar(self) -> CompiledGrammar:
+        return self._cg
+
+    @property
+    def stop_token_ids(self) -> tuple[int, ...]:
+        return tuple(int(t) for t in self._stop_ids)
+
+    def is_terminated(self) -> bool:
+        """True after a stop token was accepted (or the grammar ended, see the constructor)."""
+        return self._terminated
+
+    def can_terminate(self) -> bool:
+        """True if the grammar can end here (stop tokens are allowed)."""
+        return bool(_walk.can_end(self._top, self._par, self._top.shape[0], self._rtn.final,
+                                  self._pool.state, self._pool.parent))
+
+    def _save(self) -> None:
+        if self.max_rollback_tokens == 0:
+            return
+        self._history.append(_State(self._top, self._par, self._terminated))
+        if 0 < self.max_rollback_tokens < len(self._history):
+            self._history.popleft()
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        """Undo the last ``num_tokens`` accepted tokens."""
+        if num_tokens < 0:
+            raise ValueError("num_tokens must be >= 0")
+        if num_tokens > len(self._history):
+            raise LogitgateError(
+                f"cannot roll back {num_tokens} tokens: only {len(self._history)} kept "
+                f"(max_rollback_tokens={self.max_rollback_tokens})"
+            )
+        for _ in range(num_tokens):
+            st = self._history.pop()
+            self._top, self._par, self._terminated = st.top, st.par, st.terminated
+
+    # ------------------------------------------------------------------ stepping
+    def _advance(self, data: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        rtn = self._rtn
+        sc = self._rt.scratch()
+        pool = self._pool
+        info = sc.info
+        info[2] = 0
+        with pool.lock:
+            n = _walk.advance_persist(
+                self._top, self._par, self._top.shape[0], data,
+                rtn.byte_class, rtn.trans, rtn.num_classes, rtn.final, rtn.simple, rtn.dead_end,
+                rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push,
+                pool.state, pool.parent, pool.depth, pool.size, sc.arena_state, sc.arena_parent,
+                sc.out_top, sc.out_par, sc.work_top, sc.work_par, info,
+            )
+            if n == 0:
+                if info[2] > 0:
+                    _raise_walk_error(int(info[2]))
+                return None
+            if info[2] == -1:  # pool full: grow, then persist
+                pool.reserve(int(info[3]))
+                size, n = _walk.persist(sc.out_top, sc.out_par, n, int(info[3]), sc.arena_state,
+                                        sc.arena_parent, pool.state, pool.parent, pool.depth, pool.size)
+                pool.size = int(size)
+            else:
+                pool.size = int(info[3])
+        return sc.out_top[:n].copy(), sc.out_par[:n].copy()
+
+    def accept_token(self, token_id: int) -> bool:
+        """Advance by one token; False (state unchanged) if the grammar forbids it."""
+        if self._terminated:
+            return False
+        token_id = int(token_id)
+        if token_id in self._stop_set:
+            if not self.can_terminate():
+                return False
+            self._save()
+            self._terminated = True
+            return True
+        if not (0 <= token_id < self._rt.vocab_size) or not self._rt.in_trie[token_id]:
+            return False
+        res = self._advance(self._rt.token_data(token_id))
+        if res is None:
+            return False
+        self._save()
+        self._top, self._par = res
+        self._maybe_terminate()
+        return True
+
+    def accept_string(self, text: str | bytes) -> bool:
+        """Advance by raw text (bytes or UTF-8); all-or-nothing. Counts as one rollback step."""
+        if self._terminated:
+            return False
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        if not data:
+            return True
+        res = self._advance(np.frombuffer(data, dtype=np.uint8))
+        if res is None:
+            return False
+        self._save()
+        self._top, self._par = res
+        self._maybe_terminate()
+        return True
+
+    def _maybe_terminate(self) -> None:
+        if self.terminate_without_stop_token and self.can_terminate() and not self._next_bytes_possible():
+            self._terminated = True
+
+    def _next_bytes_possible(self) -> bool:
+        return bool(self._next_class_flags().any())
+
+    def validate_tokens(self, token_ids: Sequence[int]) -> int:
+        """How many leading tokens of ``token_ids`` would be accepted (state unchanged)."""
+        probe = self.fork()
+        probe.max_rollback_tokens = 0
+        n = 0
+        for t in token_ids:
+            if not probe.accept_token(t):
+                break
+            n += 1
+        return n
+
+    # ------------------------------------------------------------------ masks
+    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> bool:
+        """Write the allowed next tokens into row ``index`` of ``bitmask``.
+
+        ``bitmask`` is an int32 array/tensor ``[batch, ceil(vocab/32)]`` (numpy, or torch on
+        any device: CPU tensors are written in place, others through a host copy).
+        Returns True (the mask must be applied).
+        """
+        row, commit = _row_view(bitmask, index, self._rt.num_words)
+        self.fill_row(row)
+        if commit is not None:
+            commit()
+        return True
+
+    def fill_row(self, row: np.ndarray) -> None:
+        """Fill one numpy int32 bitmask row (no checks; used by batch fill)."""
+        if self._terminated:
+            row[:] = 0
+            _set_ids(row, self._stop_ids)
+            return
+        cg = self._cg
+        pool = self._pool
+        base = self._rt.base_row
+        first = True
+        for k in range(self._top.shape[0]):
+            t = int(self._top[k])
+            sm = cg.state_mask(t)
+            sm.write(row, first, base)
+            first = False
+            p = int(self._par[k])
+            if p >= 0 and sm.exits.shape[0]:
+                _set_ids(row, cg.context_tokens(t, p, pool))
+        if self.can_terminate():
+            _set_ids(row, self._stop_ids)
+
+    def get_next_token_ids(self) -> np.ndarray:
+        """The allowed next token ids (convenience; slower than filling a bitmask)."""
+        row = np.zeros(self._rt.num_words, dtype=np.int32)
+        self.fill_row(row)
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[: self._rt.vocab_size]
+        return np.flatnonzero(bits).astype(np.int32)
+
+    # ------------------------------------------------------------------ jump forward
+    def _next_class_flags(self) -> np.ndarray:
+        rtn = self._rtn
+        sc = self._rt.scratch()
+        ok = np.zeros(rtn.num_classes, dtype=np.uint8)
+        _walk.next_classes(
+            self._top, self._par, self._top.shape[0],
+            rtn.trans, rtn.num_classes, rtn.final, rtn.chain_ptr, rtn.chain_target,
+            rtn.chain_push_ptr, rtn.chain_push, self._pool.state, self._pool.parent, self._pool.depth,
+            sc.arena_state, sc.arena_parent, sc.out_top, sc.out_par, sc.work_top, sc.work_par, sc.info, ok,
+        )
+        return ok
+
+    def find_jump_forward_bytes(self, max_bytes: int = 4096) -> bytes:
+        """The bytes the grammar forces next (empty if there is a choice or it may end)."""
+        if self._terminated:
+            return b""
+        probe = self.fork()
+        out = bytearray()
+        masks = self._rtn.class_masks
+        while len(out) < max_bytes:
+            if probe.can_terminate():
+                break
+            ok = np.flatnonzero(probe._next_class_flags())
+            if ok.shape[0] != 1:
+                break
+            m = masks[int(ok[0])]
+            if m & (m - 1):
+                break  # several bytes possible
+            b = m.bit_length() - 1
+            res = probe._advance(np.array([b], dtype=np.uint8))
+            if res is None:  # pragma: no cover - flags said it was possible
+                break
+            probe._top, probe._par = res
+            out.append(b)
+        return bytes(out)
+
+    def find_jump_forward_string(self) -> str:
+        """The text the grammar forces next, cut to whole UTF-8 characters."""
+        data = self.find_jump_forward_bytes()
+        for cut in range(len(data), max(-1, len(data) - 4), -1):
+            try:
+                return data[:cut].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        return ""
+
+    def __repr__(self) -> str:
+        return f"GrammarMatcher(stacks={self._top.shape[0]}, terminated={self._terminated})"
+
+
+def _set_ids(row: np.ndarray, ids: np.ndarray) -> None:
+    if ids.shape[0]:
+        _walk.set_bits(row, ids)
+
+
+def _row_view(bitmask: Any, index: int, num_words: int):
+    """A writable numpy view of one bitmask row, plus a commit callback for device tensors."""
+    if isinstance(bitmask, np.ndarray):
+        arr = bitmask
+        commit = None
+    else:
+        try:
+            import torch
+        except ImportError as exc:  # pragma: no cover
+            raise TypeError(f"unsupported bitmask type {type(bitmask).__name__}") from exc
+        if not isinstance(bitmask, torch.Tensor):
+            raise TypeError(f"bitmask must be a numpy array or torch tensor, got {type(bitmask).__name__}")
+        if bitmask.dtype != torch.int32:
+            raise TypeError(f"bitmask must be int32, got {bitmask.dtype}")
+        if bitmask.device.type == "cpu":
+            arr = bitmask.numpy()
+            commit = None
+        else:
+            host = np.zeros(num_words, dtype=np.int32)
+            dev_row = bitmask[index] if bitmask.dim() == 2 else bitmask
+
+            def commit() -> None:
+                dev_row.copy_(torch.from_numpy(host), non_blocking=False)
+
+            return host, commit
+    if arr.dtype != np.int32:
+        raise TypeError(f"bitmask must be int32, got {arr.dtype}")
+    row = arr[index] if arr.ndim == 2 else arr
+    if row.shape[-1] < num_words:
+        raise ValueError(f"bitmask rows have {row.shape[-1]} words, need {num_words} for this vocabulary")
+    if row.shape[-1] > num_words:
+        row[num_words:] = 0
+        row = row[:num_words]
+    if not row.flags.c_contiguous:
+        raise ValueError("bitmask rows must be contiguous")
+    return row, commit
