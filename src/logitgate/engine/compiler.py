@@ -57,6 +57,21 @@ class TokenRuntime:
         ids = self.trie.tok_ids.astype(np.int64)
         np.bitwise_or.at(self.base_row.view(np.uint32), ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
         self._local = threading.local()
+        self._slices = None
+        self._slices_lock = threading.Lock()
+
+    @property
+    def slices(self):
+        """Vocabulary slices (:mod:`.slices`), built on first use."""
+        if self._slices is None:
+            with self._slices_lock:
+                if self._slices is None:
+                    from .slices import build_slices
+
+                    self._slices = build_slices(
+                        self.info.token_bytes, self.trie.tok_ids, self.num_words, type(self.trie).from_tokens
+                    )
+        return self._slices
 
     def scratch(self) -> WalkScratch:
         s = getattr(self._local, "scratch", None)
@@ -111,7 +126,7 @@ class CompiledGrammar:
         m = self._store.get(key)
         if m is None:
             rt = self._runtime
-            m = compute_state_mask(state, self.rtn, rt.trie, rt.num_words, rt.vocab_size, rt.scratch())
+            m = compute_state_mask(state, self.rtn, rt.slices, rt.trie.tok_ids, rt.scratch())
             self._store.put(key, m)
         self._state_masks[state] = m
         return m
@@ -130,7 +145,7 @@ class CompiledGrammar:
                 return hit
             p = int(pp[p])
         rt = self._runtime
-        ids, min_depth = resolve_context(self.state_mask(top), parent, self.rtn, rt.trie, pool, rt.scratch())
+        ids, min_depth = resolve_context(self.state_mask(top), parent, self.rtn, rt.slices, pool, rt.scratch())
         k = int(pool.depth[parent]) - min_depth + 1
         full: list[int] = [top]
         p = parent

@@ -24,6 +24,7 @@ from numba import njit
 
 from ..errors import LimitExceededError
 from . import _walk
+from .slices import slice_contained
 
 __all__ = ["MaskStore", "StateMask", "TokenSetKind", "WalkScratch", "compute_state_mask", "resolve_context"]
 
@@ -43,12 +44,13 @@ class StateMask:
 
     kind: int
     data: np.ndarray  # int32: bitset words, or sorted token ids
-    exits: np.ndarray  # int32 trie node ids where a path leaves the frame
+    exits: tuple[np.ndarray, ...]  # per slice: int32 trie node ids where a path leaves the frame
     count: int  # number of accepted tokens (context-independent part)
+    has_exits: bool = False
 
     @property
     def nbytes(self) -> int:
-        return int(self.data.nbytes + self.exits.nbytes + 64)
+        return int(self.data.nbytes + sum(e.nbytes for e in self.exits) + 64)
 
     def write(self, row: np.ndarray, overwrite: bool, base: np.ndarray) -> None:
         """Write (``overwrite``) or OR this set into a packed bitmask row.
@@ -161,11 +163,8 @@ def _raise_walk_error(code: int) -> None:
         raise LimitExceededError("too many rule calls within one token", limit="arena_cap")
 
 
-def compute_state_mask(state: int, rtn, trie, num_words: int, vocab_size: int, scratch: WalkScratch) -> StateMask:
-    """Context-independent mask of ``state`` (see module docstring)."""
-    row = scratch.row
+def _walk_one(state: int, rtn, trie, row: np.ndarray, scratch: WalkScratch) -> np.ndarray:
     while True:
-        row[:] = 0
         scratch.info[:] = 0
         n_exit = _walk.ci_walk(
             state,
@@ -181,40 +180,77 @@ def compute_state_mask(state: int, rtn, trie, num_words: int, vocab_size: int, s
             scratch.exits = np.empty(scratch.exits.shape[0] * 4, dtype=np.int32)
             continue
         _raise_walk_error(code)
-        break
-    exits = scratch.exits[:n_exit].copy()
+        return scratch.exits[:n_exit].copy()
+
+
+def compute_state_mask(state: int, rtn, slices, trie_ids: np.ndarray, scratch: WalkScratch) -> StateMask:
+    """Context-independent mask of ``state`` (see module docstring).
+
+    ``slices`` partition the trie tokens (:mod:`.slices`); ``trie_ids`` are all of them.
+    """
+    row = scratch.row
+    row[:] = 0
+    exits = []
+    covered: dict[int, bool] = {}
+    for sl in slices:
+        inside = False
+        if sl.dfa is not None:
+            if sl.cover is not None:
+                key = id(sl.cover)
+                if key not in covered:
+                    covered[key] = slice_contained(sl.cover, state, rtn)
+                inside = covered[key]
+            inside = inside or slice_contained(sl.dfa, state, rtn)
+        if inside:
+            row |= sl.bitset
+            exits.append(_NO_EXITS)
+        elif sl.token_ids.shape[0]:
+            exits.append(_walk_one(state, rtn, sl.trie, row, scratch))
+        else:
+            exits.append(_NO_EXITS)
     count = int(_popcount_row(row))
-    n_trie = int(trie.tok_ids.shape[0])
+    n_trie = int(trie_ids.shape[0])
     words = row.shape[0]
+    ex = tuple(exits)
+    has = any(e.shape[0] for e in ex)
     # choose the smallest representation (ids are 4 bytes each, the bitset 4 bytes a word)
     if count <= words:
-        return StateMask(TokenSetKind.ACCEPTED, _row_to_ids(row, count), exits, count)
+        return StateMask(TokenSetKind.ACCEPTED, _row_to_ids(row, count), ex, count, has)
     if n_trie - count <= words:
-        return StateMask(TokenSetKind.REJECTED, _rejected_ids(row, trie.tok_ids, n_trie - count), exits, count)
-    return StateMask(TokenSetKind.BITSET, row.copy(), exits, count)
+        return StateMask(TokenSetKind.REJECTED, _rejected_ids(row, trie_ids, n_trie - count), ex, count, has)
+    return StateMask(TokenSetKind.BITSET, row.copy(), ex, count, has)
 
 
-def resolve_context(state_mask: StateMask, parent: int, rtn, trie, pool, scratch: WalkScratch) -> tuple[np.ndarray, int]:
+def resolve_context(state_mask: StateMask, parent: int, rtn, slices, pool, scratch: WalkScratch) -> tuple[np.ndarray, int]:
     """Tokens below the exit nodes accepted with the real parent stack ``parent``.
 
     Returns ``(token ids, deepest pool depth touched)``.
     """
     row = scratch.row
     row[:] = 0
-    scratch.info[:] = 0
-    min_depth = _walk.resolve_walk(
-        parent,
-        state_mask.exits, state_mask.exits.shape[0],
-        trie.node_byte, trie.node_depth, trie.node_end, trie.tok_start, trie.tok_ids,
-        rtn.byte_class, rtn.trans, rtn.num_classes, rtn.final, rtn.simple,
-        rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push,
-        pool.state, pool.parent, pool.depth,
-        row, scratch.cbuf_top, scratch.cbuf_par, scratch.cstart, scratch.cend, scratch.atop,
-        scratch.arena_state, scratch.arena_parent, scratch.work_top, scratch.work_par, scratch.info,
-    )
-    _raise_walk_error(int(scratch.info[2]))
+    min_depth = int(pool.depth[parent])
+    for sl, ex in zip(slices, state_mask.exits):
+        if not ex.shape[0]:
+            continue
+        trie = sl.trie
+        scratch.info[:] = 0
+        d = _walk.resolve_walk(
+            parent,
+            ex, ex.shape[0],
+            trie.node_byte, trie.node_depth, trie.node_end, trie.tok_start, trie.tok_ids,
+            rtn.byte_class, rtn.trans, rtn.num_classes, rtn.final, rtn.simple,
+            rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push,
+            pool.state, pool.parent, pool.depth,
+            row, scratch.cbuf_top, scratch.cbuf_par, scratch.cstart, scratch.cend, scratch.atop,
+            scratch.arena_state, scratch.arena_parent, scratch.work_top, scratch.work_par, scratch.info,
+        )
+        _raise_walk_error(int(scratch.info[2]))
+        min_depth = min(min_depth, int(d))
     count = int(_popcount_row(row))
-    return _row_to_ids(row, count), int(min_depth)
+    return _row_to_ids(row, count), min_depth
+
+
+_NO_EXITS = np.zeros(0, dtype=np.int32)
 
 
 class MaskStore:

@@ -275,7 +275,7 @@ class GrammarMatcher:
             sm.write(row, first, base)
             first = False
             p = int(self._par[k])
-            if p >= 0 and sm.exits.shape[0]:
+            if p >= 0 and sm.has_exits:
                 _set_ids(row, cg.context_tokens(t, p, pool))
         if self.can_terminate():
             _set_ids(row, self._stop_ids)
