@@ -1,0 +1,143 @@
+"""A token trie as flat numpy arrays, the shape the numba mask kernels walk.
+
+Nodes are numbered in preorder with children in increasing byte order; node 0 is the
+root (the empty prefix). For node ``n``:
+
+* ``node_byte[n]``   the byte on the edge into ``n`` (0 for the root),
+* ``node_depth[n]``  its depth (the length of the prefix it spells),
+* ``node_parent[n]`` its parent (-1 for the root),
+* ``node_end[n]``    one past the last node of its subtree, so skipping a subtree is
+  ``n = node_end[n]``,
+* ``tok_ids[tok_start[n]:tok_start[n + 1]]`` the token ids whose bytes end exactly at ``n``
+  (several ids may share the same bytes).
+
+    >>> t = TokenTrie.from_tokens([b"ab", b"a", b"b"], [0, 1, 2])
+    >>> t.num_nodes, t.node_byte.tolist(), t.node_end.tolist()
+    (4, [0, 97, 98, 98], [4, 3, 3, 4])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+__all__ = ["TokenTrie"]
+
+
+@numba.njit(nogil=True, cache=True)
+def _build_trie(data: np.ndarray, offsets: np.ndarray):  # pragma: no cover - compiled
+    """Build the preorder trie of the (sorted) byte strings ``data[offsets[i]:offsets[i+1]]``."""
+    n = offsets.shape[0] - 1
+    max_len = 0
+    total = 1
+    prev_s = 0
+    prev_e = 0
+    for i in range(n):
+        s = offsets[i]
+        e = offsets[i + 1]
+        ln = e - s
+        if ln > max_len:
+            max_len = ln
+        lcp = 0
+        m = min(ln, prev_e - prev_s)
+        while lcp < m and data[s + lcp] == data[prev_s + lcp]:
+            lcp += 1
+        total += ln - lcp
+        prev_s = s
+        prev_e = e
+    node_byte = np.zeros(total, np.uint8)
+    node_depth = np.zeros(total, np.int32)
+    node_parent = np.full(total, -1, np.int32)
+    tok_node = np.empty(n, np.int32)
+    path = np.zeros(max_len + 1, np.int32)
+    count = 1
+    prev_s = 0
+    prev_e = 0
+    for i in range(n):
+        s = offsets[i]
+        e = offsets[i + 1]
+        ln = e - s
+        lcp = 0
+        m = min(ln, prev_e - prev_s)
+        while lcp < m and data[s + lcp] == data[prev_s + lcp]:
+            lcp += 1
+        for d in range(lcp, ln):
+            node_byte[count] = data[s + d]
+            node_depth[count] = d + 1
+            node_parent[count] = path[d]
+            path[d + 1] = count
+            count += 1
+        tok_node[i] = path[ln]
+        prev_s = s
+        prev_e = e
+    node_end = np.arange(1, total + 1).astype(np.int32)
+    for v in range(total - 1, 0, -1):
+        p = node_parent[v]
+        if node_end[v] > node_end[p]:
+            node_end[p] = node_end[v]
+    return node_byte, node_depth, node_parent, node_end, tok_node, max_len
+
+
+@dataclass(frozen=True, eq=False)
+class TokenTrie:
+    """Flat-array trie over token byte strings (see the module docstring for the layout)."""
+
+    node_byte: np.ndarray
+    node_depth: np.ndarray
+    node_parent: np.ndarray
+    node_end: np.ndarray
+    tok_start: np.ndarray
+    tok_ids: np.ndarray
+    max_depth: int
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.node_byte.shape[0])
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.tok_ids.shape[0])
+
+    @classmethod
+    def from_tokens(cls, token_bytes: Sequence[bytes], ids: Sequence[int] | np.ndarray) -> TokenTrie:
+        """Build the trie of ``token_bytes[i]`` labelled ``ids[i]``; empty byte strings are skipped."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(token_bytes) != ids.shape[0]:
+            raise ValueError(f"TokenTrie.from_tokens: {len(token_bytes)} byte strings but {ids.shape[0]} ids")
+        order = sorted((i for i in range(len(token_bytes)) if token_bytes[i]),
+                       key=lambda i: (token_bytes[i], ids[i]))
+        sorted_bytes = [token_bytes[i] for i in order]
+        lengths = np.fromiter((len(b) for b in sorted_bytes), dtype=np.int64, count=len(sorted_bytes))
+        offsets = np.zeros(len(sorted_bytes) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        data = np.frombuffer(b"".join(sorted_bytes), dtype=np.uint8)
+        if data.shape[0] == 0:
+            data = np.zeros(1, np.uint8)
+        node_byte, node_depth, node_parent, node_end, tok_node, max_len = _build_trie(data, offsets)
+        counts = np.bincount(tok_node, minlength=node_byte.shape[0])
+        tok_start = np.zeros(node_byte.shape[0] + 1, dtype=np.int32)
+        np.cumsum(counts, out=tok_start[1:])
+        # tok_node is non-decreasing in preorder because the strings are sorted, so the
+        # ids come out grouped by node already.
+        tok_ids = ids[np.asarray(order, dtype=np.int64)].astype(np.int32) if order else np.zeros(0, np.int32)
+        return cls(node_byte, node_depth, node_parent, node_end, tok_start, tok_ids, int(max_len))
+
+    def lookup(self, data: bytes) -> int:
+        """The node spelling ``data``, or -1 if no token starts with ``data`` (slow; for tests/tools)."""
+        node = 0
+        for b in data:
+            child = node + 1
+            end = int(self.node_end[node])
+            while child < end and int(self.node_byte[child]) != b:
+                child = int(self.node_end[child])
+            if child >= end:
+                return -1
+            node = child
+        return node
+
+    def token_ids_at(self, node: int) -> np.ndarray:
+        """Ids of the tokens whose bytes end exactly at ``node``."""
+        return self.tok_ids[self.tok_start[node]:self.tok_start[node + 1]]
