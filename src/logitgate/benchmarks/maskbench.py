@@ -1,0 +1,141 @@
+"""``logitgate bench maskbench``: the MaskBench protocol, engines side by side.
+
+For each schema file: compile (TTFM); for each test instance, reset, tokenize
+``json.dumps(data, indent=None, ensure_ascii=False)`` with the Llama-3 tokenizer (no special
+tokens) and time "fill the next-token mask + accept the token" per token (TBM); a token that
+is not allowed rejects the instance. After the last token the stop token must be allowed for
+the instance to count as accepted. A valid instance rejected is a *validation error*, an
+invalid instance accepted an *invalidation error*; a schema passes when it compiles and has
+neither. Each engine runs single-threaded in its own process, so a crash or a timeout costs
+one schema, not the run.
+
+    logitgate bench maskbench --sample 500 --engines logitgate,llguidance,xgrammar --plot cdf.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import random
+import sys
+from pathlib import Path
+
+from .isolation import EngineProcess
+from .stats import markdown_table, percentiles
+
+STATUSES = ("pass", "compile_error", "crash", "timeout", "validation_error", "invalidation_error")
+DEFAULT_DATA = Path("..") / "shared" / "data" / "maskbench"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engines", default="logitgate,llguidance,xgrammar",
+                   help="comma-separated engines (logitgate, llguidance, xgrammar)")
+    p.add_argument("--files", nargs="*", default=None,
+                   help=f"MaskBench JSON files or globs (default: {DEFAULT_DATA}/*.json)")
+    p.add_argument("--data-dir", default=str(DEFAULT_DATA), help="folder of MaskBench files")
+    p.add_argument("--sample", type=int, default=None, help="random sample of N files")
+    p.add_argument("--seed", type=int, default=0, help="seed of the file sample")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per schema per engine (compile + tests)")
+    p.add_argument("--tokenizer", default="llama3", help="bundled tokenizer (MaskBench uses llama3)")
+    p.add_argument("--plot", default=None, help="write a CDF plot of TBM and TTFM to this PNG")
+    p.add_argument("--json-out", default=None, help="write per-file results to this JSON file")
+
+
+def _files(args: argparse.Namespace) -> list[Path]:
+    if args.files:
+        paths = sorted({Path(f) for pat in args.files for f in (glob.glob(pat) or [pat])})
+    else:
+        paths = sorted(Path(args.data_dir).glob("*.json"))
+    if not paths:
+        raise SystemExit(f"no MaskBench files found (looked in {args.data_dir}); pass --files or --data-dir")
+    if args.sample is not None and args.sample < len(paths):
+        paths = sorted(random.Random(args.seed).sample(paths, args.sample))
+    return paths
+
+
+def _progress(iterable, total: int, desc: str):
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return iterable
+    return tqdm(iterable, total=total, desc=desc, file=sys.stderr, dynamic_ncols=True)
+
+
+def summarize(results: dict[str, list[dict]]) -> str:
+    """The MaskBench tables (TBM, TTFM, outcome counts) for per-engine result lists."""
+    tbm_q = (50, 75, 90, 95, 99, 99.9, 100)
+    ttfm_q = (50, 75, 90, 99, 100)
+    tbm_rows, ttfm_rows, count_rows = [], [], []
+    for engine, rs in results.items():
+        tbm = [x for r in rs for x in r.get("tbm_us", [])]
+        ttfm = [r["ttfm_us"] for r in rs if "ttfm_us" in r]
+        mean = sum(tbm) / len(tbm) if tbm else float("nan")
+        tbm_rows.append([engine, mean, *percentiles(tbm, tbm_q), len(tbm)])
+        tmean = sum(ttfm) / len(ttfm) if ttfm else float("nan")
+        ttfm_rows.append([engine, tmean, *percentiles(ttfm, ttfm_q)])
+        count_rows.append([engine, *(sum(r["status"] == s for r in rs) for s in STATUSES), len(rs)])
+    return "\n\n".join([
+        "TBM (µs per token: fill mask + accept)\n" + markdown_table(
+            ["engine", "avg", "p50", "p75", "p90", "p95", "p99", "p99.9", "max", "tokens"], tbm_rows),
+        "TTFM (µs: compile)\n" + markdown_table(["engine", "avg", "p50", "p75", "p90", "p99", "max"], ttfm_rows),
+        "Outcomes (schema files)\n" + markdown_table(["engine", *STATUSES, "files"], count_rows),
+    ])
+
+
+def _plot(results: dict[str, list[dict]], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for engine, rs in results.items():
+        for ax, values in ((axes[0], [x for r in rs for x in r.get("tbm_us", [])]),
+                           (axes[1], [r["ttfm_us"] for r in rs if "ttfm_us" in r])):
+            if values:
+                v = np.sort(np.asarray(values))
+                ax.plot(v, np.arange(1, len(v) + 1) / len(v), label=engine)
+    for ax, title in zip(axes, ("TBM (µs)", "TTFM (µs)")):
+        ax.set_xscale("log")
+        ax.set_title(f"CDF of {title}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..tokenizer.bundled import bundled_encoding
+
+    paths = _files(args)
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    enc = bundled_encoding(args.tokenizer)
+    procs = {e: EngineProcess(e, args.tokenizer) for e in engines}
+    results: dict[str, list[dict]] = {e: [] for e in engines}
+    try:
+        for path in _progress(paths, len(paths), "maskbench"):
+            spec = json.loads(Path(path).read_text())
+            tests = [{"ids": enc.encode(json.dumps(t["data"], indent=None, ensure_ascii=False), disallowed_special=()),
+                      "valid": bool(t["valid"])} for t in spec.get("tests", [])]
+            task = {"kind": "json_schema", "source": spec["schema"], "tests": tests}
+            for e in engines:
+                try:
+                    r = procs[e].run(task, args.timeout)
+                except RuntimeError as err:  # the engine cannot even start
+                    print(str(err), file=sys.stderr)
+                    return 2
+                r["file"] = Path(path).name
+                results[e].append(r)
+    finally:
+        for p in procs.values():
+            p.close()
+    print(f"MaskBench: {len(paths)} files, tokenizer {args.tokenizer}, engines single-threaded\n")
+    print(summarize(results))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(results))
+    if args.plot:
+        _plot(results, args.plot)
+        print(f"\nCDF plot written to {args.plot}")
+    return 0
