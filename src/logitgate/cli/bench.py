@@ -8,6 +8,7 @@ import importlib
 # suite -> (module under logitgate.benchmarks, help)
 SUITES: dict[str, tuple[str, str]] = {
     "bitmask": ("bitmask", "apply_token_bitmask_inplace vs naive masked fill and xgrammar"),
+    "workloads": ("workloads", "fixed suite (JSON, schemas, regex, alternation, GBNF): compile ms and mask µs"),
     "maskbench": ("maskbench", "the MaskBench protocol on JSON schemas, engines side by side"),
 }
 

@@ -1,0 +1,161 @@
+"""``logitgate bench workloads``: a small fixed suite, compile ms and mask µs per engine.
+
+Each workload is a grammar plus valid texts; the texts are tokenized with the real Qwen2.5
+BPE and traced token by token ("fill mask + accept", as in MaskBench). Compile time is
+measured on a cold grammar cache (the tokenizer's own preprocessing is done beforehand).
+
+    logitgate bench workloads --engines logitgate,llguidance,xgrammar --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+
+from .isolation import EngineProcess
+from .stats import markdown_table, percentiles
+
+ARITHMETIC_GBNF = r"""
+root   ::= expr
+expr   ::= term (("+" | "-") term)*
+term   ::= factor (("*" | "/") factor)*
+factor ::= number | "(" expr ")" | "-" factor
+number ::= [0-9]+ ("." [0-9]+)?
+"""
+
+SQL_GBNF = r"""
+root      ::= select ";"?
+select    ::= "SELECT " columns " FROM " ident where? order? limit?
+columns   ::= "*" | column (", " column)*
+column    ::= ident | func "(" (ident | "*") ")" (" AS " ident)?
+func      ::= "COUNT" | "SUM" | "AVG" | "MIN" | "MAX"
+where     ::= " WHERE " cond ((" AND " | " OR ") cond)*
+cond      ::= ident " " op " " value | ident " IS NULL" | "(" cond ")"
+op        ::= "=" | "!=" | "<" | ">" | "<=" | ">=" | "LIKE"
+value     ::= number | string
+number    ::= "-"? [0-9]+ ("." [0-9]+)?
+string    ::= "'" [^'\n]* "'"
+order     ::= " ORDER BY " ident (" ASC" | " DESC")?
+limit     ::= " LIMIT " [0-9]+
+ident     ::= [a-zA-Z_] [a-zA-Z0-9_]*
+"""
+
+FLAT_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0, "maximum": 150},
+                   "email": {"type": "string", "format": "email"}, "active": {"type": "boolean"},
+                   "score": {"type": "number"}},
+    "required": ["name", "age", "active"],
+    "additionalProperties": False,
+}
+
+NESTED_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"},
+        "status": {"enum": ["draft", "review", "published", "archived"]},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 5},
+        "author": {"type": "object", "properties": {"name": {"type": "string"},
+                                                    "role": {"enum": ["admin", "editor", "viewer"]}},
+                   "required": ["name", "role"], "additionalProperties": False},
+        "sections": {"type": "array", "items": {
+            "type": "object", "properties": {"title": {"type": "string"}, "words": {"type": "integer"}},
+            "required": ["title", "words"], "additionalProperties": False}},
+    },
+    "required": ["id", "status", "tags", "author", "sections"],
+    "additionalProperties": False,
+}
+
+RECURSIVE_SCHEMA = {
+    "$defs": {"node": {"type": "object", "properties": {
+        "value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+        "required": ["value"], "additionalProperties": False}},
+    "$ref": "#/$defs/node",
+}
+
+EMAIL_DATE_REGEX = r"[a-z][a-z0-9._]{0,20}@[a-z]{2,10}\.(com|org|net) on \d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+
+
+def _words(n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    syll = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "zen", "tor", "pha", "qui", "bel", "dra", "mon"]
+    out: set[str] = set()
+    while len(out) < n:
+        out.add("".join(rng.choice(syll) for _ in range(rng.randint(2, 4))))
+    return sorted(out)
+
+
+WORDS = _words(1000)
+
+
+def workloads() -> list[dict]:
+    """The fixed suite: name, kind, source and valid texts to trace."""
+    nested_doc = {"id": "ABC-1234", "status": "review", "tags": ["alpha", "beta"],
+                  "author": {"name": "Ada Lovelace", "role": "editor"},
+                  "sections": [{"title": "Intro", "words": 250}, {"title": "Method", "words": 1200}]}
+    tree = {"value": 1, "children": [{"value": 2, "children": [{"value": 3}]}, {"value": 4, "children": []}]}
+    any_json = {"name": "Widget", "price": 12.5, "tags": ["a", "b"], "dims": {"w": 3, "h": 4.25},
+                "note": "naïve café ✓", "ok": True, "none": None}
+    return [
+        {"name": "builtin JSON", "kind": "builtin_json", "source": None,
+         "texts": [json.dumps(any_json, ensure_ascii=False), json.dumps(any_json, indent=2, ensure_ascii=False)]},
+        {"name": "flat schema", "kind": "json_schema", "source": FLAT_SCHEMA,
+         "texts": [json.dumps({"name": "Bob", "age": 42, "email": "bob@example.com", "active": True, "score": 3.5})]},
+        {"name": "nested schema (enums, arrays)", "kind": "json_schema", "source": NESTED_SCHEMA,
+         "texts": [json.dumps(nested_doc), json.dumps(nested_doc, indent=2)]},
+        {"name": "recursive schema", "kind": "json_schema", "source": RECURSIVE_SCHEMA, "texts": [json.dumps(tree)]},
+        {"name": "email/date regex", "kind": "regex", "source": EMAIL_DATE_REGEX,
+         "texts": ["jane.doe_42@example.org on 2024-02-29", "x@ab.com on 1999-12-31"]},
+        {"name": "1,000-word alternation", "kind": "regex", "source": "(" + "|".join(WORDS) + ")",
+         "texts": [WORDS[17], WORDS[500], WORDS[999]]},
+        {"name": "arithmetic GBNF", "kind": "ebnf", "source": ARITHMETIC_GBNF,
+         "texts": ["(12+3.5)*-4/(7-2)", "1+2*3-(4/5)*((6))"]},
+        {"name": "small SQL GBNF", "kind": "ebnf", "source": SQL_GBNF,
+         "texts": ["SELECT name, COUNT(*) AS n FROM users WHERE age >= 18 AND city = 'Paris' ORDER BY name ASC "
+                   "LIMIT 10;"]},
+    ]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engines", default="logitgate,llguidance,xgrammar", help="comma-separated engines")
+    p.add_argument("--repeats", type=int, default=3, help="cold compiles and traces per workload")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per workload per engine")
+    p.add_argument("--tokenizer", default="qwen2", help="bundled tokenizer for the traces")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..tokenizer.bundled import bundled_encoding
+
+    enc = bundled_encoding(args.tokenizer)
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    rows = []
+    for w in workloads():
+        tests = [{"ids": enc.encode(t, disallowed_special=()), "valid": True} for t in w["texts"]]
+        task = {"kind": w["kind"], "source": w["source"], "tests": tests}
+        for e in engines:
+            compile_ms: list[float] = []
+            tbm: list[float] = []
+            status = "pass"
+            proc = EngineProcess(e, args.tokenizer)
+            try:
+                for _ in range(args.repeats):
+                    r = proc.run(task, args.timeout)
+                    proc.close()  # a fresh process = a cold grammar cache for the next repeat
+                    if r["status"] != "pass":
+                        status = r["status"]
+                        print(f"{w['name']} / {e}: {r['status']} {r.get('error', '')[:300]}", file=sys.stderr)
+                        break
+                    compile_ms.append(r["ttfm_us"] / 1000)
+                    tbm.extend(r["tbm_us"])
+            finally:
+                proc.close()
+            mean = sum(tbm) / len(tbm) if tbm else float("nan")
+            cms = sorted(compile_ms)[len(compile_ms) // 2] if compile_ms else float("nan")
+            rows.append([w["name"], e, status, cms, mean, *percentiles(tbm, (50, 99))])
+            print(f"  {w['name']:<32} {e:<11} {status:<18} compile {cms:9.2f} ms  mask mean {mean:8.1f} µs",
+                  file=sys.stderr)
+    print(f"Fixed workloads, {args.tokenizer} tokens, engines single-threaded, {args.repeats} cold repeats\n")
+    print(markdown_table(["workload", "engine", "status", "compile ms (median)", "mask µs mean", "p50", "p99"], rows))
+    return 0
