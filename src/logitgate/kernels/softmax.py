@@ -1,0 +1,104 @@
+"""``softmax_with_temperature``: logits ``[batch, vocab]`` → probabilities, per-row temperature.
+
+Row ``r`` becomes ``softmax(logits[r] / temperatures[r])``; a temperature of 0 (or below
+``GREEDY_EPS``) gives the one-hot distribution of the row's argmax (the first one on ties),
+so greedy decoding is sampling from it. A row whose logits are all ``-inf`` gives all zeros
+(nothing can be sampled from it; the sampler reports that row).
+
+    >>> import numpy as np
+    >>> p = softmax_with_temperature(np.array([[0.0, 0.0], [1.0, 3.0]], np.float32), [1.0, 0.0])
+    >>> p.tolist()
+    [[0.5, 0.5], [0.0, 1.0]]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+from ._arrays import check_logits_2d, is_torch, wants_triton
+
+__all__ = ["softmax_with_temperature", "GREEDY_EPS"]
+
+GREEDY_EPS = 1e-5
+
+
+@numba.njit(nogil=True, cache=True)
+def _softmax_rows(logits, temps, out, greedy_eps):  # pragma: no cover - compiled
+    batch, vocab = logits.shape
+    for r in range(batch):
+        best = 0
+        mx = -np.inf
+        for j in range(vocab):
+            v = logits[r, j]
+            if v > mx:
+                mx = v
+                best = j
+        for j in range(vocab):
+            out[r, j] = 0.0
+        if mx == -np.inf:
+            continue
+        t = temps[r]
+        if t < greedy_eps:
+            out[r, best] = 1.0
+            continue
+        inv = 1.0 / t
+        total = 0.0
+        for j in range(vocab):
+            e = math.exp((logits[r, j] - mx) * inv)
+            out[r, j] = e
+            total += e
+        scale = 1.0 / total
+        for j in range(vocab):
+            out[r, j] *= scale
+
+
+def _temperatures(temperatures: Any, batch: int, fn: str) -> np.ndarray:
+    if is_torch(temperatures):
+        temperatures = temperatures.detach().cpu().numpy()
+    t = np.asarray(temperatures, dtype=np.float32)
+    if t.ndim == 0:
+        t = np.full(batch, float(t), np.float32)
+    if t.shape != (batch,):
+        raise ValueError(f"{fn}: temperatures must be a scalar or have shape ({batch},), got {t.shape}")
+    if np.isnan(t).any() or (t < 0).any():
+        raise ValueError(f"{fn}: temperatures must be >= 0, got {t[np.isnan(t) | (t < 0)][0]}")
+    return np.ascontiguousarray(t)
+
+
+def softmax_with_temperature(logits: Any, temperatures: Any, *, out: Any = None) -> Any:
+    """Per-row temperature softmax (numpy → numba kernel; torch → torch ops, CPU or CUDA)."""
+    fn = "softmax_with_temperature"
+    batch, vocab = check_logits_2d(logits, fn)
+    temps = _temperatures(temperatures, batch, fn)
+    if wants_triton(logits) and out is None:
+        from .triton_logits import softmax_with_temperature_triton
+
+        return softmax_with_temperature_triton(logits, temps)
+    if is_torch(logits):
+        import torch
+
+        x = logits.float()
+        t = torch.from_numpy(temps).to(x.device)
+        greedy = t < GREEDY_EPS
+        probs = torch.softmax(x / torch.where(greedy, torch.ones_like(t), t)[:, None], dim=-1)
+        if bool(greedy.any()):
+            onehot = torch.zeros_like(probs)
+            onehot.scatter_(1, x.argmax(dim=-1, keepdim=True), 1.0)
+            probs = torch.where(greedy[:, None], onehot, probs)
+        dead = torch.isneginf(x).all(dim=-1)
+        if bool(dead.any()):
+            probs[dead] = 0.0
+        if out is not None:
+            out.copy_(probs)
+            return out
+        return probs
+    x = np.ascontiguousarray(logits, dtype=np.float32 if logits.dtype != np.float64 else np.float64)
+    res = out if out is not None else np.empty((batch, vocab), dtype=np.float32)
+    if res.shape != (batch, vocab):
+        raise ValueError(f"{fn}: out must have shape {(batch, vocab)}, got {res.shape}")
+    _softmax_rows(x, temps, res, GREEDY_EPS)
+    return res

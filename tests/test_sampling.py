@@ -1,0 +1,100 @@
+"""Sampling: filters against a brute-force definition, seeded reproducibility, χ² on draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from logitgate.processors.sampling import (
+    SamplingError,
+    filter_probs,
+    make_generator,
+    sample_from_probs,
+    top_logprobs,
+)
+
+
+def brute_filter(p, k, top_p, min_p):
+    order = sorted(range(len(p)), key=lambda i: (-p[i], i))
+    keep = order[: k if 0 < k < len(p) else len(p)]
+    if top_p < 1:
+        kept, mass = [], 0.0
+        for i in keep:
+            if mass < top_p * sum(p):
+                kept.append(i)
+            mass += p[i]
+        keep = kept
+    if min_p > 0 and keep:
+        keep = [i for i in keep if p[i] >= min_p * p[keep[0]]]
+    out = np.zeros(len(p))
+    out[keep] = np.asarray(p)[keep]
+    return out / out.sum() if out.sum() > 0 else out
+
+
+@settings(max_examples=200, deadline=None)
+@given(p=st.lists(st.floats(0, 1), min_size=1, max_size=40).filter(lambda x: sum(x) > 0),
+       k=st.integers(0, 45), top_p=st.floats(0.01, 1.0), min_p=st.floats(0.0, 1.0))
+def test_filter_matches_definition(p, k, top_p, min_p):
+    arr = np.asarray([p], dtype=np.float64)
+    got = filter_probs(arr, top_k=[k], top_p=[top_p], min_p=[min_p])[0]
+    np.testing.assert_allclose(got, brute_filter(p, k, top_p, min_p), atol=1e-12)
+
+
+def test_top_p_beyond_partial_candidates():
+    rng = np.random.default_rng(0)
+    p = rng.random(10_000)
+    p /= p.sum()
+    got = filter_probs(p[None], top_p=[0.95])[0]
+    np.testing.assert_allclose(got, brute_filter(p.tolist(), 0, 0.95, 0.0), atol=1e-12)
+
+
+def test_seeded_sampling_is_reproducible():
+    rng = np.random.default_rng(1)
+    probs = rng.random((4, 1000))
+    probs /= probs.sum(1, keepdims=True)
+    a = [sample_from_probs(probs, [make_generator(s) for s in (1, 2, 3, 4)]) for _ in range(2)]
+    assert (a[0] == a[1]).all()
+    g = [make_generator(7)] * 4
+    seq1 = [sample_from_probs(probs[:1], g[:1])[0] for _ in range(20)]
+    g = [make_generator(7)]
+    seq2 = [sample_from_probs(probs[:1], g)[0] for _ in range(20)]
+    assert seq1 == seq2
+
+
+def test_chi_square_matches_filtered_distribution():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(3)
+    p = rng.random(50)
+    p /= p.sum()
+    target = filter_probs(p[None], top_k=[20], top_p=[0.8], min_p=[0.1])[0]
+    g = make_generator(123)
+    n = 20_000
+    draws = np.array([sample_from_probs(target[None], [g])[0] for _ in range(n)])
+    support = np.flatnonzero(target)
+    assert set(np.unique(draws)) <= set(support.tolist())
+    observed = np.bincount(draws, minlength=50)[support]
+    _, pvalue = scipy_stats.chisquare(observed, target[support] * n)
+    assert pvalue > 1e-3
+
+
+def test_greedy_one_hot_and_dead_row():
+    probs = np.zeros((2, 5))
+    probs[0, 3] = 1.0
+    assert sample_from_probs(probs[:1], [None]).tolist() == [3]
+    with pytest.raises(SamplingError):
+        sample_from_probs(probs[1:], [None])
+
+
+def test_top_logprobs():
+    logits = np.log(np.array([[0.1, 0.6, 0.3]]))
+    ids, lp = top_logprobs(logits, 2)
+    assert ids.tolist() == [[1, 2]]
+    np.testing.assert_allclose(np.exp(lp), [[0.6, 0.3]])
+
+
+@pytest.mark.parametrize("kw", [dict(top_p=[0.0]), dict(top_p=[1.5]), dict(min_p=[-0.1]), dict(top_k=[1, 2])])
+def test_bad_parameters(kw):
+    with pytest.raises(SamplingError):
+        filter_probs(np.ones((1, 4)) / 4, **kw)
