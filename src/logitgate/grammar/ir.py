@@ -67,7 +67,7 @@ __all__ = [
     "seq",
 ]
 
-_RULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+_RULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(?:\.+[A-Za-z0-9_\-]+)*$")
 
 
 class Expr:
