@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "SchemaError": "logitgate.errors",
     "UnsupportedFeatureError": "logitgate.errors",
     "LimitExceededError": "logitgate.errors",
+    "MatcherError": "logitgate.errors",
     # vocabulary
     "TokenizerInfo": "logitgate.tokenizer",
     "VocabType": "logitgate.tokenizer",
@@ -52,6 +53,13 @@ _EXPORTS: dict[str, str] = {
     "GrammarMatcher": "logitgate.engine.matcher",
     "BatchGrammarMatcher": "logitgate.engine.batch",
     "fill_next_token_bitmasks": "logitgate.engine.batch",
+    # logits kernels
+    "apply_logit_bias_inplace": "logitgate.kernels.bias",
+    "apply_penalty_inplace": "logitgate.kernels.penalty",
+    "softmax_with_temperature": "logitgate.kernels.softmax",
+    # pipeline
+    "LogitsPipeline": "logitgate.processors.pipeline",
+    "SamplingParams": "logitgate.processors.pipeline",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]

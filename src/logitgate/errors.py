@@ -12,6 +12,7 @@ __all__ = [
     "GrammarError",
     "LimitExceededError",
     "LogitgateError",
+    "MatcherError",
     "RegexError",
     "SchemaError",
     "TokenizerError",
@@ -83,3 +84,7 @@ class LimitExceededError(GrammarError):
     def __init__(self, message: str, limit: str | None = None):
         self.limit = limit
         super().__init__(message if limit is None else f"{message} (limit: {limit})")
+
+
+class MatcherError(LogitgateError, ValueError):
+    """A matcher was asked for something its state cannot do (e.g. roll back further than kept)."""

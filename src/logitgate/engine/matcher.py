@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LogitgateError
+from ..errors import MatcherError
 from . import _walk
 from .compiler import CompiledGrammar
 from .masks import CONFIG_CAP, _raise_walk_error
@@ -155,7 +155,7 @@ class GrammarMatcher:
         if num_tokens < 0:
             raise ValueError("num_tokens must be >= 0")
         if num_tokens > len(self._history):
-            raise LogitgateError(
+            raise MatcherError(
                 f"cannot roll back {num_tokens} tokens: only {len(self._history)} kept "
                 f"(max_rollback_tokens={self.max_rollback_tokens})"
             )

@@ -1,0 +1,108 @@
+"""Grammars, sample strings and small vocabularies shared by the engine tests."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from logitgate.grammar.ir import Grammar, Ref, alt, and_, byteset, lit, not_, repeat, seq
+from logitgate.grammar.utf8 import codepoint_ranges_expr
+from logitgate.tokenizer import TokenizerInfo
+
+
+@dataclass
+class Case:
+    name: str
+    grammar: Callable[[], Grammar]
+    samples: list[str]
+
+
+def arithmetic() -> Grammar:
+    digits = repeat(byteset((48, 57)), 1, None)
+    return Grammar({
+        "root": Ref("expr"),
+        "expr": seq(Ref("term"), repeat(seq(byteset(ord("+"), ord("-")), Ref("term")))),
+        "term": seq(Ref("factor"), repeat(seq(byteset(ord("*"), ord("/")), Ref("factor")))),
+        "factor": alt(seq(digits, repeat(seq(lit("."), digits), 0, 1)), seq(lit("("), Ref("expr"), lit(")")),
+                      seq(lit("-"), Ref("factor"))),
+    })
+
+
+def json_like() -> Grammar:
+    ch = codepoint_ranges_expr([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)])
+    hexd = byteset((48, 57), (65, 70), (97, 102))
+    esc = seq(lit("\\"), alt(byteset(*[ord(c) for c in '"\\/bfnrt']), seq(lit("u"), repeat(hexd, 4, 4))))
+    string = seq(lit('"'), repeat(alt(ch, esc)), lit('"'))
+    digits = repeat(byteset((48, 57)), 1, None)
+    number = seq(repeat(lit("-"), 0, 1), alt(lit("0"), seq(byteset((49, 57)), repeat(byteset((48, 57))))),
+                 repeat(seq(lit("."), digits), 0, 1),
+                 repeat(seq(byteset(ord("e"), ord("E")), repeat(byteset(ord("+"), ord("-")), 0, 1), digits), 0, 1))
+    w = Ref("ws")
+    member = seq(Ref("string"), w, lit(":"), w, Ref("value"), w)
+    obj = seq(lit("{"), w, repeat(seq(member, repeat(seq(lit(","), w, member))), 0, 1), lit("}"))
+    arr = seq(lit("["), w, repeat(seq(Ref("value"), w, repeat(seq(lit(","), w, Ref("value"), w))), 0, 1), lit("]"))
+    value = alt(Ref("object"), Ref("array"), Ref("string"), Ref("number"), lit("true"), lit("false"), lit("null"))
+    return Grammar({"root": seq(w, Ref("value"), w), "value": value, "object": obj, "array": arr,
+                    "string": string, "number": number, "ws": repeat(byteset(32, 9, 10, 13), 0, 20)})
+
+
+def identifiers_not_keywords() -> Grammar:
+    ident = and_(repeat(byteset((97, 122)), 1, 8), not_(alt(lit("if"), lit("while"), lit("in"))))
+    return Grammar({"root": seq(Ref("id"), repeat(seq(lit(", "), Ref("id")), 0, 4)), "id": ident})
+
+
+def bounded_repeats() -> Grammar:
+    return Grammar({"root": seq(repeat(alt(lit("ab"), lit("a")), 2, 5), repeat(lit("c"), 0, 3),
+                                repeat(seq(lit("x"), repeat(lit("y"), 1, 2)), 1, 3))})
+
+
+def nullable_mutual() -> Grammar:
+    return Grammar({
+        "root": seq(Ref("a"), Ref("b"), lit(";")),
+        "a": alt(seq(lit("a"), Ref("a")), lit("")),
+        "b": alt(seq(lit("b"), Ref("root")), lit("")),
+    })
+
+
+def unicode_classes() -> Grammar:
+    greek = codepoint_ranges_expr([(0x3B1, 0x3C9)])
+    emoji = codepoint_ranges_expr([(0x1F600, 0x1F64F)])
+    return Grammar({"root": seq(repeat(greek, 1, None), repeat(alt(lit(" "), emoji), 0, 3), lit("!"))})
+
+
+def tags() -> Grammar:
+    name = repeat(byteset((97, 122)), 1, 3)
+    return Grammar({"root": Ref("el"),
+                    "el": alt(seq(lit("<"), name, lit(">"), repeat(alt(Ref("el"), repeat(byteset((48, 57)), 1, 2))),
+                                  lit("</"), name, lit(">")), lit("<br/>"))})
+
+
+CASES = [
+    Case("arithmetic", arithmetic, ["12+(3.5*-4)/7", "((1))", "-(2-3)*10.25"]),
+    Case("json_like", json_like, ['{"a": [1, 2.5e3, {"b": null}], "c": "x\\"y\\u00e9 ✓"}', '[true,false, "ünï"]',
+                                  ' {"key":"value"} ']),
+    Case("identifiers_not_keywords", identifiers_not_keywords, ["iff, whilex, a, inn", "foo, bar"]),
+    Case("bounded_repeats", bounded_repeats, ["ababaccxyxyy", "aaxy"]),
+    Case("nullable_mutual", nullable_mutual, ["aab;;", "b;;", ";"]),
+    Case("unicode_classes", unicode_classes, ["αβγ 😀!", "ω!"]),
+    Case("tags", tags, ["<ab>12<br/><c>3</c></ab>", "<br/>"]),
+]
+
+
+def small_vocab(samples: list[str], seed: int = 0, extra: int = 300) -> TokenizerInfo:
+    """All single bytes, substrings of the samples, random multi-byte strings, and a stop token."""
+    rng = random.Random(seed)
+    toks: set[bytes] = {bytes([b]) for b in range(256)}
+    for s in samples:
+        b = s.encode()
+        for _ in range(60):
+            i = rng.randrange(len(b))
+            toks.add(b[i:i + rng.randint(2, 6)])
+    alphabet = sorted({c for s in samples for c in s.encode()})
+    for _ in range(extra):
+        toks.add(bytes(rng.choice(alphabet) for _ in range(rng.randint(2, 4))))
+    vocab = sorted(t for t in toks if t)
+    vocab.append(b"</s>")
+    return TokenizerInfo(vocab, vocab_size=len(vocab) + 5, special_token_ids=[len(vocab) - 1],
+                         eos_token_id=len(vocab) - 1)

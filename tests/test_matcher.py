@@ -1,0 +1,180 @@
+"""Matcher behaviour: rejection leaves state, rollback, fork, validate_tokens, jump-forward, stop tokens."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from engine_cases import CASES, arithmetic, small_vocab
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from logitgate import GrammarCompiler, GrammarMatcher, TokenizerInfo, allocate_token_bitmask, bitmask_to_ids
+from logitgate.grammar.ir import Grammar, lit, seq
+
+SAMPLES = CASES[0].samples
+INFO = small_vocab(SAMPLES)
+COMPILED = GrammarCompiler(INFO).compile_grammar(arithmetic())
+STOP = INFO.stop_token_ids[0]
+
+
+def mask_of(m: GrammarMatcher) -> frozenset[int]:
+    bm = allocate_token_bitmask(1, INFO.vocab_size)
+    m.fill_next_token_bitmask(bm)
+    return frozenset(bitmask_to_ids(bm[0], INFO.vocab_size).tolist())
+
+
+def random_tokens(m: GrammarMatcher, rng: random.Random, n: int) -> list[int]:
+    out = []
+    for _ in range(n):
+        allowed = sorted(mask_of(m) - {STOP})
+        if not allowed:
+            break
+        t = rng.choice(allowed)
+        assert m.accept_token(t)
+        out.append(t)
+    return out
+
+
+def test_rejected_token_leaves_state_unchanged() -> None:
+    m = GrammarMatcher(COMPILED)
+    m.accept_string("12+")
+    before = mask_of(m)
+    bad = [i for i in range(INFO.num_tokens) if i not in before][:50]
+    for t in bad:
+        assert not m.accept_token(t)
+    assert mask_of(m) == before
+    assert not m.accept_token(INFO.vocab_size - 1)  # padding id
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 12), k=st.integers(0, 12))
+def test_rollback_restores_earlier_state(seed: int, n: int, k: int) -> None:
+    rng = random.Random(seed)
+    m = GrammarMatcher(COMPILED, max_rollback_tokens=20)
+    toks = random_tokens(m, rng, n)
+    k = min(k, len(toks))
+    m.rollback(k)
+    fresh = GrammarMatcher(COMPILED)
+    for t in toks[: len(toks) - k]:
+        assert fresh.accept_token(t)
+    assert mask_of(m) == mask_of(fresh)
+    # and the rolled-back matcher can go on exactly like the fresh one
+    more = random_tokens(fresh, random.Random(seed + 1), 3)
+    for t in more:
+        assert m.accept_token(t)
+    assert mask_of(m) == mask_of(fresh)
+
+
+def test_rollback_beyond_limit_raises() -> None:
+    m = GrammarMatcher(COMPILED, max_rollback_tokens=2)
+    m.accept_string("1")
+    m.accept_string("2")
+    m.accept_string("3")
+    with pytest.raises(ValueError):
+        m.rollback(3)
+
+
+def test_fork_is_independent() -> None:
+    rng = random.Random(3)
+    m = GrammarMatcher(COMPILED)
+    random_tokens(m, rng, 4)
+    f = m.fork()
+    assert mask_of(f) == mask_of(m)
+    base = mask_of(m)
+    random_tokens(f, rng, 5)
+    assert mask_of(m) == base
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_validate_tokens_counts_acceptable_prefix(seed: int) -> None:
+    rng = random.Random(seed)
+    walker = GrammarMatcher(COMPILED)
+    draft = random_tokens(walker, rng, 6)
+    if draft and rng.random() < 0.7:
+        draft.insert(rng.randrange(len(draft) + 1), rng.randrange(INFO.num_tokens))
+    m = GrammarMatcher(COMPILED)
+    m.accept_string("(")
+    before = mask_of(m)
+    n = m.validate_tokens(draft)
+    assert mask_of(m) == before
+    probe = m.fork()
+    expected = 0
+    for t in draft:
+        if not probe.accept_token(t):
+            break
+        expected += 1
+    assert n == expected
+
+
+def test_stop_token_only_when_grammar_can_end_and_terminates() -> None:
+    m = GrammarMatcher(COMPILED)
+    assert STOP not in mask_of(m)
+    m.accept_string("12")
+    assert STOP in mask_of(m) and m.can_terminate()
+    m.accept_string("+")
+    assert STOP not in mask_of(m) and not m.accept_token(STOP)
+    m.accept_string("3")
+    assert m.accept_token(STOP) and m.is_terminated()
+    assert mask_of(m) == frozenset({STOP}) or mask_of(m) == frozenset()
+    assert not m.accept_token(INFO.token_id("1"))
+
+
+def test_jump_forward_is_forced() -> None:
+    info = TokenizerInfo.from_vocab([b"a", b"b", b"{", b'{"name": "', b'"', b"}", b"</s>", b'"name'],
+                                    special_token_ids=[6], eos_token_id=6)
+    g = Grammar({"root": seq(lit('{"name": "'), lit("a"), lit('", "x": 1}'))})
+    m = GrammarMatcher(GrammarCompiler(info).compile_grammar(g))
+    assert m.find_jump_forward_string() == '{"name": "a", "x": 1}'
+    m.accept_string("{")
+    assert m.find_jump_forward_string() == '"name": "a", "x": 1}'
+
+
+def test_jump_forward_consistent_with_mask() -> None:
+    rng = random.Random(5)
+    for case in CASES:
+        info = small_vocab(case.samples)
+        m = GrammarMatcher(GrammarCompiler(info).compile_grammar(case.grammar()))
+        bm = allocate_token_bitmask(1, info.vocab_size)
+        for _ in range(10):
+            jf = m.find_jump_forward_bytes()
+            m.fill_next_token_bitmask(bm)
+            allowed = [i for i in bitmask_to_ids(bm[0], info.vocab_size).tolist() if i not in info.stop_token_ids]
+            for i in allowed:
+                b = info.token_bytes[i]
+                assert b.startswith(jf) or jf.startswith(b), (case.name, jf, b)
+            if jf:
+                assert m.fork().accept_string(jf)
+            if not allowed:
+                break
+            assert m.accept_token(rng.choice(allowed))
+
+
+def test_batch_fill_matches_single() -> None:
+    from logitgate import BatchGrammarMatcher
+
+    rng = random.Random(0)
+    ms = []
+    for i in range(6):
+        m = GrammarMatcher(COMPILED)
+        random_tokens(m, rng, i)
+        ms.append(m)
+    bm = allocate_token_bitmask(len(ms), INFO.vocab_size)
+    batch = BatchGrammarMatcher(max_threads=2)
+    batch.batch_fill_next_token_bitmask(ms, bm)
+    for i, m in enumerate(ms):
+        assert frozenset(bitmask_to_ids(bm[i], INFO.vocab_size).tolist()) == mask_of(m)
+    batch.close()
+
+
+def test_torch_bitmask_fill() -> None:
+    torch = pytest.importorskip("torch")
+    m = GrammarMatcher(COMPILED)
+    bm = torch.full((2, (INFO.vocab_size + 31) // 32), -1, dtype=torch.int32)
+    m.fill_next_token_bitmask(bm, 1)
+    ids = bitmask_to_ids(bm[1].numpy(), INFO.vocab_size).tolist()
+    assert frozenset(ids) == mask_of(m)
+    assert (bm[0] == -1).all()
+    assert np.isin(ids, [INFO.token_id(c) for c in "0123456789(-"]).any()
