@@ -13,6 +13,9 @@ from collections.abc import Sequence
 
 # sub-command -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 _COMMANDS: dict[str, tuple[str, str]] = {
+    "generate": ("logitgate.cli.generate", "generate constrained text with a small real model (SmolLM2-135M)"),
+    "grammar": ("logitgate.cli.grammar", "print the EBNF a JSON schema / regex / grammar compiles to"),
+    "check": ("logitgate.cli.check", "report which JSON Schema keywords are enforced, ignored or refused"),
     "bench": ("logitgate.cli.bench", "run benchmarks (bitmask kernels, MaskBench, fixed workloads)"),
 }
 
