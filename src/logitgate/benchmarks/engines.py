@@ -27,7 +27,7 @@ class LogitgateEngine:
         from ..tokenizer.bundled import load_bundled
 
         self.info = load_bundled(tokenizer)
-        self.compiler = GrammarCompiler(self.info, max_threads=1)
+        self.compiler = GrammarCompiler(self.info, max_threads=1).warm_up()
         self.bitmask = np.full((1, (self.info.vocab_size + 31) // 32), -1, dtype=np.int32)
         self.stop = self.info.stop_token_ids[0]
 

@@ -56,7 +56,7 @@ def _nparent(nid, pp, ap):
     return pp[nid]
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def _emit(out_top, out_par, o0, o1, top, par, cap, info):
     for k in range(o0, o1):
         if out_top[k] == top and out_par[k] == par:
@@ -69,7 +69,7 @@ def _emit(out_top, out_par, o0, o1, top, par, cap, info):
     return o1 + 1
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def _push(ret, parent, as_, ap, acount, a_step0, info):
     """Arena node (ret, parent), reusing one made earlier in the same step."""
     n = acount[0]
@@ -85,7 +85,7 @@ def _push(ret, parent, as_, ap, acount, a_step0, info):
     return ARENA + n
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def step(
     in_top, in_par, i0, i1, c,
     trans, ncls, final, chain_ptr, chain_target, chain_push_ptr, chain_push,
@@ -137,7 +137,7 @@ def step(
     return o1
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def _set_tokens(row, node, tok_start, tok_ids):
     for k in range(tok_start[node], tok_start[node + 1]):
         t = tok_ids[k]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,20 @@ class TokenRuntime:
 
     def token_data(self, token_id: int) -> np.ndarray:
         return self.tok_data[self.tok_off[token_id] : self.tok_off[token_id + 1]]
+
+
+_RUNTIMES: weakref.WeakValueDictionary[str, TokenRuntime] = weakref.WeakValueDictionary()
+_RUNTIMES_LOCK = threading.Lock()
+
+
+def _shared_runtime(info: TokenizerInfo) -> TokenRuntime:
+    """One :class:`TokenRuntime` per vocabulary, shared by every compiler that uses it."""
+    with _RUNTIMES_LOCK:
+        rt = _RUNTIMES.get(info.fingerprint)
+        if rt is None:
+            rt = TokenRuntime(info)
+            _RUNTIMES[info.fingerprint] = rt
+        return rt
 
 
 class CompiledGrammar:
@@ -184,11 +199,25 @@ class GrammarCompiler:
         self.max_threads = int(max_threads)
         self.limits = limits or CompileLimits()
         self.cache_enabled = cache_enabled
-        self._runtime = TokenRuntime(tokenizer_info)
+        self._runtime = _shared_runtime(tokenizer_info)
         self._store = MaskStore(cache_limit_bytes)
         self._by_grammar: dict[Grammar, CompiledGrammar] = {}
         self._by_input: dict[tuple, CompiledGrammar] = {}
         self._lock = threading.Lock()
+
+    def warm_up(self) -> GrammarCompiler:
+        """Do the per-tokenizer work now (vocabulary slices, compiled kernels) rather than on a first mask."""
+        from ..grammar.ir import byteset, lit, repeat, seq
+        from .matcher import GrammarMatcher
+
+        _ = self._runtime.slices
+        tiny = Grammar({"root": seq(lit("{"), repeat(byteset((0x20, 0x7E))), lit("}"))})
+        m = GrammarMatcher(self._compile(tiny))
+        ids = m.get_next_token_ids()
+        if ids.size:
+            m.accept_token(int(ids[0]))
+            m.get_next_token_ids()
+        return self
 
     # ------------------------------------------------------------------ front doors
     def compile_grammar(self, grammar: Grammar | str, root: str = "root") -> CompiledGrammar:
