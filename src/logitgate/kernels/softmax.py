@@ -78,6 +78,10 @@ def softmax_with_temperature(logits: Any, temperatures: Any, *, out: Any = None)
         from .triton_logits import softmax_with_temperature_triton
 
         return softmax_with_temperature_triton(logits, temps)
+    if is_torch(logits) and logits.device.type == "cpu" and out is None:
+        import torch  # CPU tensors: the numba kernel on a numpy view (no torch thread pool)
+
+        return torch.from_numpy(softmax_with_temperature(logits.detach().float().numpy(), temps))
     if is_torch(logits):
         import torch
 
