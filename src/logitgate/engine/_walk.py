@@ -85,6 +85,27 @@ def _push(ret, parent, as_, ap, acount, a_step0, info):
     return ARENA + n
 
 
+
+@njit(nogil=True, cache=True, inline="always")
+def _fast_next(t, p, c, trans, ncls, final, chain_ptr, ps, as_):
+    """Single-stack step without the generic machinery, or -3 when the generic step is needed.
+
+    Applies when ``t`` has no call chains and, if ``t`` is final, popping cannot continue: the
+    frame below is the bottom, or a caller state that neither has a transition on ``c`` nor
+    chains nor can itself pop. Returns the next state, or -1 when the byte is rejected.
+    """
+    if chain_ptr[t] != chain_ptr[t + 1]:
+        return -3
+    nt = trans[t * ncls + c]
+    if not final[t] or p == BOTTOM:
+        return nt
+    if p == EXIT:
+        return -3
+    q = _nstate(p, ps, as_)
+    if trans[q * ncls + c] >= 0 or chain_ptr[q] != chain_ptr[q + 1] or final[q]:
+        return -3
+    return nt
+
 @njit(nogil=True, cache=True, inline="always")
 def step(
     in_top, in_par, i0, i1, c,
@@ -170,9 +191,19 @@ def ci_walk(
         info[0] = 0
         i0 = cstart[d - 1]
         t0 = cbuf_top[i0]
-        if o0 - i0 == 1 and simple[t0]:
-            # one stack whose top has no calls and cannot pop: a plain DFA step
-            nt = trans[t0 * ncls + byte_class[node_byte[i]]]
+        nt = -3
+        if o0 - i0 == 1:
+            if simple[t0]:
+                nt = trans[t0 * ncls + byte_class[node_byte[i]]]
+            elif cbuf_par[i0] == EXIT and final[t0] and chain_ptr[t0] == chain_ptr[t0 + 1]:
+                # the top frame may end here: the unknown caller might take this byte (an exit)
+                nt = trans[t0 * ncls + byte_class[node_byte[i]]]
+                info[0] = 1
+            else:
+                nt = _fast_next(t0, cbuf_par[i0], byte_class[node_byte[i]], trans, ncls, final, chain_ptr,
+                                empty_i, as_)
+        if nt != -3:
+            # one stack, no call, no possible pop: a plain DFA step
             o1 = o0
             if nt >= 0:
                 cbuf_top[o0] = nt
@@ -238,8 +269,14 @@ def resolve_walk(
             cstart[d] = o0
             i0 = cstart[d - 1]
             t0 = cbuf_top[i0]
-            if o0 - i0 == 1 and simple[t0]:
-                nt = trans[t0 * ncls + byte_class[node_byte[i]]]
+            nt = -3
+            if o0 - i0 == 1:
+                if simple[t0]:
+                    nt = trans[t0 * ncls + byte_class[node_byte[i]]]
+                elif cbuf_par[i0] >= ARENA:
+                    nt = _fast_next(t0, cbuf_par[i0], byte_class[node_byte[i]], trans, ncls, final, chain_ptr,
+                                    ps, as_)
+            if nt != -3:
                 o1 = o0
                 if nt >= 0:
                     cbuf_top[o0] = nt

@@ -176,8 +176,8 @@ def _walk_one(state: int, rtn, trie, row: np.ndarray, scratch: WalkScratch) -> n
             scratch.info,
         )
         code = int(scratch.info[2])
-        if code == _walk.ERR_EXITS:
-            scratch.exits = np.empty(scratch.exits.shape[0] * 4, dtype=np.int32)
+        if code == _walk.ERR_EXITS:  # at most one exit per trie node: size it once and walk again
+            scratch.exits = np.empty(max(scratch.exits.shape[0] * 4, trie.node_byte.shape[0]), dtype=np.int32)
             continue
         _raise_walk_error(code)
         return scratch.exits[:n_exit].copy()
