@@ -206,17 +206,27 @@ class GrammarCompiler:
         self._lock = threading.Lock()
 
     def warm_up(self) -> GrammarCompiler:
-        """Do the per-tokenizer work now (vocabulary slices, compiled kernels) rather than on a first mask."""
-        from ..grammar.ir import byteset, lit, repeat, seq
+        """Do the per-tokenizer work now (vocabulary slices, compiled kernels) rather than on a first mask.
+
+        Builds the vocabulary slices and runs every numba kernel once (loading them from numba's
+        cache) on a small recursive grammar, so the first real mask pays only for its own states.
+        """
+        from ..grammar.ir import Ref, alt, byteset, lit, repeat, seq
         from .matcher import GrammarMatcher
 
         _ = self._runtime.slices
-        tiny = Grammar({"root": seq(lit("{"), repeat(byteset((0x20, 0x7E))), lit("}"))})
-        m = GrammarMatcher(self._compile(tiny))
-        ids = m.get_next_token_ids()
-        if ids.size:
-            m.accept_token(int(ids[0]))
+        item = alt(repeat(byteset((0x30, 0x39)), 1, None), Ref("root"))
+        tiny = Grammar({"root": seq(lit("["), repeat(seq(item, repeat(seq(lit(","), item))), 0, 1), lit("]"))})
+        m = GrammarMatcher(self._compile(tiny), max_rollback_tokens=4)
+        for text in ("[", "[", "1", "2", ","):
             m.get_next_token_ids()
+            tid = self.tokenizer_info.token_id(text)
+            if tid is None or not m.accept_token(tid):
+                break
+        m.get_next_token_ids()
+        m.validate_tokens([])
+        if m.fork() is not None and m._history:  # noqa: SLF001 - exercise rollback once
+            m.rollback(1)
         return self
 
     # ------------------------------------------------------------------ front doors
