@@ -23,11 +23,11 @@ pytest.importorskip("xgrammar")
 pytest.importorskip("llguidance")
 pytest.importorskip("torch")
 
-from logitgate.benchmarks.engines import make_engine  # noqa: E402
-from logitgate.grammar import reference  # noqa: E402
-from logitgate.grammar.ir import Grammar  # noqa: E402
-from logitgate.benchmarks.workloads import ARITHMETIC_GBNF, EMAIL_DATE_REGEX, SQL_GBNF  # noqa: E402
-from logitgate.tokenizer.bundled import bundled_available, bundled_encoding  # noqa: E402
+from logitgate.benchmarks.engines import make_engine
+from logitgate.benchmarks.workloads import ARITHMETIC_GBNF, EMAIL_DATE_REGEX, SQL_GBNF
+from logitgate.grammar import reference
+from logitgate.grammar.ir import Grammar
+from logitgate.tokenizer.bundled import bundled_available, bundled_encoding
 
 if not bundled_available("llama3"):
     pytest.skip("quicktok-v1 not installed", allow_module_level=True)

@@ -6,8 +6,8 @@ import random
 
 import numpy as np
 import pytest
-from engine_cases import CASES, Case, small_vocab
 
+from engine_cases import CASES, Case, small_vocab
 from logitgate import GrammarCompiler, GrammarMatcher, allocate_token_bitmask, bitmask_to_ids
 from logitgate.grammar import reference
 
@@ -80,7 +80,7 @@ def test_real_vocabulary_json_walk() -> None:
     rng = np.random.default_rng(0)
     prefix = b""
     sample_ids = rng.choice(info.trie.tok_ids, size=3000, replace=False).tolist()
-    for step in range(12):
+    for _ in range(12):
         m.fill_next_token_bitmask(bm)
         allowed = set(bitmask_to_ids(bm[0], info.vocab_size).tolist())
         check = sample_ids + sorted(allowed - set(info.stop_token_ids))[:200]

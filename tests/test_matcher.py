@@ -6,10 +6,10 @@ import random
 
 import numpy as np
 import pytest
-from engine_cases import CASES, arithmetic, small_vocab
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine_cases import CASES, arithmetic, small_vocab
 from logitgate import GrammarCompiler, GrammarMatcher, TokenizerInfo, allocate_token_bitmask, bitmask_to_ids
 from logitgate.grammar.ir import Grammar, lit, seq
 

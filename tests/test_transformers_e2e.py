@@ -61,7 +61,7 @@ def _generate(model, tok, compiled, texts, **kw):
 
 
 def test_regex_greedy_and_sampled_batch(model_and_info):
-    model, tok, info, compiler = model_and_info
+    model, tok, _info, compiler = model_and_info
     pattern = r"\d{3}-\d{4}"
     compiled = compiler.compile_regex(pattern)
     texts = ["Give me a phone number.", "Write any seven digits, formatted like a US phone number please."]
@@ -72,7 +72,7 @@ def test_regex_greedy_and_sampled_batch(model_and_info):
 
 def test_json_schema_outputs_validate(model_and_info):
     jsonschema = pytest.importorskip("jsonschema")
-    model, tok, info, compiler = model_and_info
+    model, tok, _info, compiler = model_and_info
     compiled = compiler.compile_json_schema(SCHEMA, whitespace="compact")
     outs = _generate(model, tok, compiled, ["Describe a person and their pet as JSON."], max_new_tokens=80)
     outs += _generate(model, tok, compiled, ["Describe a person as JSON."], do_sample=True, temperature=0.8,
@@ -82,7 +82,7 @@ def test_json_schema_outputs_validate(model_and_info):
 
 
 def test_beam_search_and_num_return_sequences(model_and_info):
-    model, tok, info, compiler = model_and_info
+    model, tok, _info, compiler = model_and_info
     choices = ["red", "green", "blue", "yellow"]
     compiled = compiler.compile_choices(choices)
     outs = _generate(model, tok, compiled, ["What color is the sky?"], num_beams=3, num_return_sequences=3,
@@ -94,7 +94,7 @@ def test_beam_search_and_num_return_sequences(model_and_info):
 
 
 def test_ebnf_grammar_output(model_and_info):
-    model, tok, info, compiler = model_and_info
+    model, tok, _info, compiler = model_and_info
     grammar = Grammar.from_ebnf(ARITH)
     compiled = compiler.compile_grammar(grammar)
     for s in _generate(model, tok, compiled, ["Write an arithmetic sum."], max_new_tokens=40):

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-__all__ = ["EngineProcess", "SINGLE_THREAD_ENV"]
+__all__ = ["SINGLE_THREAD_ENV", "EngineProcess"]
 
 SINGLE_THREAD_ENV = {
     "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "RAYON_NUM_THREADS": "1",
@@ -30,7 +30,7 @@ class EngineProcess:
 
     def _start(self) -> None:
         env = dict(os.environ, **SINGLE_THREAD_ENV)
-        self.stderr_file = tempfile.TemporaryFile(mode="w+")
+        self.stderr_file = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - lives as long as the worker
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "logitgate.benchmarks.worker", self.engine, self.tokenizer],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr_file, text=True, env=env, bufsize=1,
@@ -50,7 +50,7 @@ class EngineProcess:
             self.proc.wait(timeout=5)
             self.stderr_file.seek(0)
             return self.stderr_file.read()[-800:]
-        except Exception:  # noqa: BLE001
+        except Exception:
             return ""
 
     def _read_line(self, timeout: float) -> dict | None:
@@ -95,6 +95,6 @@ class EngineProcess:
             try:
                 self.proc.kill()
                 self.proc.wait(timeout=5)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             self.proc = None

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["percentiles", "markdown_table", "fmt_us"]
+__all__ = ["fmt_us", "markdown_table", "percentiles"]
 
 
 def percentiles(samples: Sequence[float], qs: Sequence[float]) -> list[float]:

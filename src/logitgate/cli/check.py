@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_arguments", "run", "classify_keywords"]
+__all__ = ["add_arguments", "classify_keywords", "run"]
 
 ANNOTATIONS = frozenset({
     "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SPEC_KINDS", "validate_spec", "compile_spec"]
+__all__ = ["SPEC_KINDS", "compile_spec", "validate_spec"]
 
 SPEC_KINDS = ("json", "json_object", "regex", "grammar", "choices")
 

@@ -32,7 +32,7 @@ import numpy as np
 from ..kernels.apply_mask import apply_token_bitmask_inplace
 from ._spec import compile_spec, validate_spec
 
-__all__ = ["LogitgateLogitsProcessor", "LogitgateBackend", "LogitgateGrammar", "SPEC_KEY"]
+__all__ = ["SPEC_KEY", "LogitgateBackend", "LogitgateGrammar", "LogitgateLogitsProcessor"]
 
 SPEC_KEY = "logitgate"
 
@@ -137,13 +137,11 @@ class LogitgateGrammar:
 
     def accept_tokens(self, request_id: str, tokens: Sequence[int]) -> bool:
         """Accept all tokens or none (a rejected token rolls back the ones before it)."""
-        done = 0
-        for t in tokens:
+        for done, t in enumerate(tokens):
             if not self.matcher.accept_token(int(t)):
                 if done:
                     self.matcher.rollback(done)
                 return False
-            done += 1
         return True
 
     def validate_tokens(self, tokens: Sequence[int]) -> list[int]:

@@ -65,7 +65,7 @@ class BatchGrammarMatcher:
         num_words = jobs[0][0]._rt.num_words
         rows = []
         commits = []
-        for m, i in jobs:
+        for _m, i in jobs:
             row, commit = _row_view(bitmask, i, num_words)
             rows.append(row)
             if commit is not None:

@@ -225,7 +225,7 @@ class GrammarCompiler:
                 break
         m.get_next_token_ids()
         m.validate_tokens([])
-        if m.fork() is not None and m._history:  # noqa: SLF001 - exercise rollback once
+        if m.fork() is not None and m._history:
             m.rollback(1)
         return self
 

@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import MatcherError
 from . import _walk
 from .compiler import CompiledGrammar
-from .masks import CONFIG_CAP, _raise_walk_error
+from .masks import _raise_walk_error
 
 __all__ = ["GrammarMatcher"]
 

@@ -210,7 +210,7 @@ def alt(*items: Expr) -> Expr:
     return normalize(Alt(tuple(items)))
 
 
-def repeat(item: Expr, min: int = 0, max: int | None = None) -> Expr:  # noqa: A002
+def repeat(item: Expr, min: int = 0, max: int | None = None) -> Expr:
     return normalize(Repeat(item, min, max))
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["is_torch", "as_index_array", "check_logits_2d", "check_range", "wants_triton"]
+__all__ = ["as_index_array", "check_logits_2d", "check_range", "is_torch", "wants_triton"]
 
 
 def is_torch(x: Any) -> bool:

@@ -18,8 +18,15 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "allocate_token_bitmask", "reset_token_bitmask", "bitmask_from_ids", "bitmask_to_ids", "bitmask_count",
-    "bitmask_test", "bitmask_set", "bitmask_clear", "bitmask_words",
+    "allocate_token_bitmask",
+    "bitmask_clear",
+    "bitmask_count",
+    "bitmask_from_ids",
+    "bitmask_set",
+    "bitmask_test",
+    "bitmask_to_ids",
+    "bitmask_words",
+    "reset_token_bitmask",
 ]
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ._arrays import check_logits_2d, is_torch, wants_triton
 
-__all__ = ["softmax_with_temperature", "GREEDY_EPS"]
+__all__ = ["GREEDY_EPS", "softmax_with_temperature"]
 
 GREEDY_EPS = 1e-5
 

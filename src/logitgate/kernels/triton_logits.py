@@ -21,8 +21,13 @@ import triton.language as tl
 
 from .softmax import GREEDY_EPS
 
-__all__ = ["apply_logit_bias_triton", "apply_penalty_triton", "softmax_with_temperature_triton",
-           "fused_probs_triton", "to_csr"]
+__all__ = [
+    "apply_logit_bias_triton",
+    "apply_penalty_triton",
+    "fused_probs_triton",
+    "softmax_with_temperature_triton",
+    "to_csr",
+]
 
 
 @triton.jit

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..kernels.bitmask import bitmask_clear, bitmask_from_ids
 
-__all__ = ["RowConstraint", "AllowedTokens", "BadWords", "MinTokens", "GrammarConstraint"]
+__all__ = ["AllowedTokens", "BadWords", "GrammarConstraint", "MinTokens", "RowConstraint"]
 
 
 class RowConstraint(Protocol):

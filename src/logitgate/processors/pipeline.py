@@ -34,7 +34,7 @@ from ..kernels.softmax import softmax_with_temperature
 from .constraints import AllowedTokens, BadWords, GrammarConstraint, MinTokens
 from .sampling import SamplingError, filter_probs, make_generator, sample_from_probs, top_logprobs
 
-__all__ = ["SamplingParams", "SequenceState", "LogitsPipeline", "StepOutput"]
+__all__ = ["LogitsPipeline", "SamplingParams", "SequenceState", "StepOutput"]
 
 
 @dataclass

@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import LogitgateError
 from ..kernels._arrays import is_torch
 
-__all__ = ["SamplingError", "filter_probs", "sample_from_probs", "top_logprobs", "make_generator"]
+__all__ = ["SamplingError", "filter_probs", "make_generator", "sample_from_probs", "top_logprobs"]
 
 _PARTIAL = 2048  # candidates examined before falling back to a full sort for top-p
 

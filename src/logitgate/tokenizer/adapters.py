@@ -5,6 +5,7 @@ Each library is imported lazily; only the one you use needs to be installed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,7 +17,7 @@ from .decoding import byte_level_bytes, sentencepiece_piece_bytes
 if TYPE_CHECKING:
     from .info import TokenizerInfo
 
-__all__ = ["from_huggingface", "from_tiktoken", "from_sentencepiece", "from_mistral"]
+__all__ = ["from_huggingface", "from_mistral", "from_sentencepiece", "from_tiktoken"]
 
 
 def _component_types(node: Any) -> list[str]:
@@ -115,10 +116,8 @@ def from_tiktoken(cls: type[TokenizerInfo], encoding: Any, *, vocab_size: int | 
                 tokens[r] = b
     else:
         for i in range(n):
-            try:
+            with contextlib.suppress(KeyError):
                 tokens[i] = encoding.decode_single_token_bytes(i)
-            except KeyError:
-                pass
     for text, i in specials.items():
         if i >= len(tokens):
             tokens.extend([b""] * (i + 1 - len(tokens)))

@@ -19,14 +19,14 @@ from __future__ import annotations
 import base64
 import importlib.util
 import struct
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import TokenizerError
 from .info import TokenizerInfo
 
-__all__ = ["BUNDLED", "load_bundled", "bundled_encoding", "bundled_sentencepiece", "bundled_available"]
+__all__ = ["BUNDLED", "bundled_available", "bundled_encoding", "bundled_sentencepiece", "load_bundled"]
 
 BUNDLED = ("llama3", "qwen2", "tekken", "mistral-sp", "cl100k")
 
@@ -115,7 +115,7 @@ def _read_quicktok(vocab_path: Path, special_path: Path) -> tuple[dict[bytes, in
     return ranks, special
 
 
-@lru_cache(maxsize=None)
+@cache
 def _ranks_and_special(name: str) -> tuple[dict[bytes, int], dict[str, int], str]:
     files = _files(name)
     if name == "llama3":
@@ -129,7 +129,7 @@ def _ranks_and_special(name: str) -> tuple[dict[bytes, int], dict[str, int], str
     raise TokenizerError(f"bundled tokenizer {name!r} has no tiktoken form")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_bundled(name: str) -> TokenizerInfo:
     """The :class:`TokenizerInfo` of a bundled vocabulary (see the module docstring)."""
     if name == "tekken":
@@ -150,7 +150,7 @@ def load_bundled(name: str) -> TokenizerInfo:
     return TokenizerInfo(tokens, vocab_size=vocab_size, special_token_ids=special_ids, eos_token_id=eos)
 
 
-@lru_cache(maxsize=None)
+@cache
 def bundled_encoding(name: str) -> Any:
     """An exact ``tiktoken.Encoding`` for ``llama3``, ``qwen2`` or ``cl100k`` (needs ``tiktoken``)."""
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["byte_level_decoder", "byte_level_bytes", "sentencepiece_piece_bytes", "SP_SPACE"]
+__all__ = ["SP_SPACE", "byte_level_bytes", "byte_level_decoder", "sentencepiece_piece_bytes"]
 
 SP_SPACE = "\u2581"
 _BYTE_PIECE = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")

@@ -28,7 +28,7 @@ from ..errors import TokenizerError
 from .decoding import byte_level_bytes, sentencepiece_piece_bytes
 from .trie import TokenTrie
 
-__all__ = ["TokenizerInfo", "VocabType", "KNOWN_STOP_TOKENS"]
+__all__ = ["KNOWN_STOP_TOKENS", "TokenizerInfo", "VocabType"]
 
 #: Texts of special tokens that end a turn in common model families; they become stop
 #: tokens by default next to EOS.
