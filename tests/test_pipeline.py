@@ -160,3 +160,47 @@ def test_bad_params():
     pipe = LogitsPipeline(V, eos_token_id=EOS)
     with pytest.raises(ValueError):
         pipe.add_request(0, SamplingParams(logit_bias={V: 1.0}))
+
+
+def _allowed(pipe, row, n):
+    mask = pipe.draft_bitmasks(row, [])[0]
+    return [t for t in range(n) if (int(mask[t >> 5]) >> (t & 31)) & 1]
+
+
+def test_tree_decode_in_pipeline():
+    from logitgate import TreeDecodeConfig
+
+    cfg = TreeDecodeConfig.from_dict({"start_token_id": 1, "end_token_id": 2, "sep": "_",
+                                      "prefix_dict": {"1": [5, 6], "1_5": [7], "1_5_7": [3]}}, vocab_size=V)
+    pipe = LogitsPipeline(V, eos_token_id=EOS)
+    pipe.add_request(0, greedy(tree_decode=cfg))
+    assert _allowed(pipe, 0, V) == [5, 6]
+    pipe.accept([5])
+    assert _allowed(pipe, 0, V) == [7]
+    pipe.accept([7])
+    assert _allowed(pipe, 0, V) == [3]
+    pipe.accept([3])
+    assert _allowed(pipe, 0, V) == [2]  # missing key: only the end token
+
+
+def test_think_budget_then_grammar_for_the_answer():
+    from logitgate import ThinkBudget
+
+    vocab = [b"a", b"b", b"ab", b"x", b"<think>", b"</think>", b"</s>"]
+    info = TokenizerInfo.from_vocab(vocab, special_token_ids=[4, 5, 6], eos_token_id=6)
+    compiled = GrammarCompiler(info).compile_regex("(ab)+")
+    think = ThinkBudget([4], [5], max_thinking_tokens=2)
+    pipe = LogitsPipeline(info.vocab_size, eos_token_id=6)
+    pipe.add_request(0, greedy(grammar=compiled, think_budget=think))
+    n = info.vocab_size
+    assert _allowed(pipe, 0, n) == list(range(n))  # thinking: free
+    pipe.accept([3])
+    pipe.accept([3])
+    assert _allowed(pipe, 0, n) == [5]  # budget spent: the end marker is forced
+    pipe.accept([5])
+    assert _allowed(pipe, 0, n) == [0, 2]  # the answer follows the grammar, which never saw </think>
+    pipe.accept([2])
+    assert _allowed(pipe, 0, n) == [0, 2, 6]
+    masks = pipe.draft_bitmasks(0, [0, 1])
+    assert [t for t in range(n) if (int(masks[2][0]) >> t) & 1] == [0, 2, 6]
+    assert _allowed(pipe, 0, n) == [0, 2, 6]  # drafts rolled back

@@ -60,6 +60,9 @@ _EXPORTS: dict[str, str] = {
     # pipeline
     "LogitsPipeline": "logitgate.processors.pipeline",
     "SamplingParams": "logitgate.processors.pipeline",
+    "TreeDecodeConfig": "logitgate.processors.tree_decode",
+    "ThinkBudget": "logitgate.processors.think_budget",
+    "FinishedRows": "logitgate.processors.finished",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]

@@ -122,3 +122,47 @@ class GrammarConstraint:
 
     def fork(self) -> GrammarConstraint:
         return GrammarConstraint(self.matcher.fork())
+
+
+class AfterThinking:
+    """A thinking budget followed by a constraint on the answer (e.g. a grammar).
+
+    ``think`` (a :class:`~logitgate.processors.think_budget.ThinkBudgetState`) always applies;
+    ``inner`` applies once the answer has started. Tokens generated while thinking, the
+    end-of-thinking marker included, are not shown to ``inner``.
+    """
+
+    def __init__(self, think: Any, inner: Any, fed: list[bool] | None = None):
+        self.think = think
+        self.inner = inner
+        self._fed: list[bool] = list(fed or [])
+
+    def restrict(self, row: np.ndarray) -> None:
+        self.think.restrict(row)
+        if self.think.answer_started:
+            self.inner.restrict(row)
+
+    def accept_token(self, token_id: int) -> bool:
+        feed = bool(self.think.answer_started)
+        ok = self.think.accept_token(token_id)
+        self._fed.append(feed)
+        if feed:
+            ok = self.inner.accept_token(token_id) and ok
+        return ok
+
+    def rollback(self, num_tokens: int) -> None:
+        if not num_tokens:
+            return
+        fed = sum(self._fed[-num_tokens:])
+        del self._fed[-num_tokens:]
+        self.think.rollback(num_tokens)
+        if fed:
+            self.inner.rollback(fed)
+
+    def fork(self) -> AfterThinking:
+        return AfterThinking(self.think.fork(), self.inner.fork(), self._fed)
+
+    @property
+    def matcher(self) -> Any:
+        """The inner grammar matcher, when ``inner`` is a :class:`GrammarConstraint`."""
+        return getattr(self.inner, "matcher", None)

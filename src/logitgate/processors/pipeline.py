@@ -31,7 +31,7 @@ from ..kernels.bias import apply_logit_bias_inplace
 from ..kernels.bitmask import bitmask_set
 from ..kernels.penalty import apply_penalty_inplace
 from ..kernels.softmax import softmax_with_temperature
-from .constraints import AllowedTokens, BadWords, GrammarConstraint, MinTokens
+from .constraints import AfterThinking, AllowedTokens, BadWords, GrammarConstraint, MinTokens
 from .sampling import SamplingError, filter_probs, make_generator, sample_from_probs, top_logprobs
 
 __all__ = ["LogitsPipeline", "SamplingParams", "SequenceState", "StepOutput"]
@@ -55,7 +55,9 @@ class SamplingParams:
     bad_words: Sequence[Sequence[int]] | None = None
     logprobs: int | None = None       # top-n log-probabilities to return
     grammar: Any = None               # a CompiledGrammar (a GrammarMatcher is made per sequence)
-    constraints: Sequence[Any] = ()   # extra row constraints (TreeDecode / ThinkBudget states, ...)
+    tree_decode: Any = None           # a TreeDecodeConfig (prefix -> allowed next tokens)
+    think_budget: Any = None          # a ThinkBudget; with `grammar`, the grammar constrains the answer
+    constraints: Sequence[Any] = ()   # extra row constraints (objects with restrict/accept_token/...)
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -124,12 +126,20 @@ class LogitsPipeline:
                     request_id: Any = None) -> None:
         """Put a new request in ``row`` (replacing what was there)."""
         cons: list[Any] = []
+        grammar = None
         if params.grammar is not None:
             from ..engine.matcher import GrammarMatcher
 
             m = GrammarMatcher(params.grammar, max_rollback_tokens=self.max_rollback_tokens,
                                stop_token_ids=self.stop_token_ids or None)
-            cons.append(GrammarConstraint(m))
+            grammar = GrammarConstraint(m)
+        if params.think_budget is not None:
+            think = params.think_budget.new_state()
+            cons.append(AfterThinking(think, grammar) if grammar is not None else think)
+        elif grammar is not None:
+            cons.append(grammar)
+        if params.tree_decode is not None:
+            cons.append(params.tree_decode.new_state())
         if params.allowed_token_ids is not None:
             cons.append(AllowedTokens(params.allowed_token_ids, self.vocab_size))
         if params.bad_words:
@@ -192,7 +202,8 @@ class LogitsPipeline:
                 state.finished = True
             else:
                 for c in state.constraints:
-                    if isinstance(c, GrammarConstraint) and c.matcher.is_terminated():
+                    matcher = getattr(c, "matcher", None)
+                    if matcher is not None and matcher.is_terminated():
                         state.finished = True
 
     def fill_bitmask(self, bitmask: np.ndarray) -> list[int]:
