@@ -1,9 +1,16 @@
-"""``logitgate bench bitmask``: apply a token bitmask to logits on CPU, logitgate vs alternatives.
+"""``logitgate bench bitmask``: apply a token bitmask to float32 logits on CPU, logitgate vs alternatives.
 
-Rows: vocabulary sizes × batch sizes; columns: µs per call (median of repeats) for logitgate
-(numba on numpy, and on torch CPU tensors), a naive numpy masked fill, a naive torch masked
-fill, and xgrammar's ``apply_token_bitmask_inplace`` when installed. Masks are realistic: most
-32-token words fully allowed, the rest random.
+Rows: mask kind × vocabulary size × batch size. Columns: µs per call (median of ``--repeats``
+timed calls after warm-up; the logits are restored before each call, outside the timing) for
+
+* logitgate on numpy arrays (the numba kernel) and on torch CPU tensors (same kernel, zero-copy);
+* naive numpy: ``np.unpackbits`` of the mask, then ``np.where``;
+* naive torch: a bool mask from shifts of the bitmask, then ``masked_fill_``;
+* ``xgrammar.apply_token_bitmask_inplace`` on torch CPU tensors, when xgrammar is installed.
+
+Mask kinds: ``random`` (every bit a coin flip), ``realistic`` (90% of 32-token words fully
+allowed, 5% fully forbidden, 5% random: a grammar position where most tokens fit) and
+``sparse`` (95% of words forbidden, the rest random: a structural position).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -18,84 +26,106 @@ from .stats import markdown_table
 
 DEFAULT_VOCABS = (32_000, 128_256, 151_936)
 DEFAULT_BATCHES = (1, 32, 256)
+MASK_KINDS = ("random", "realistic", "sparse")
+_WARMUP = 3
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--vocab", type=int, nargs="*", default=list(DEFAULT_VOCABS))
-    p.add_argument("--batch", type=int, nargs="*", default=list(DEFAULT_BATCHES))
-    p.add_argument("--repeats", type=int, default=30, help="timed calls per cell (median reported)")
-    p.add_argument("--allowed-words", type=float, default=0.5,
-                   help="share of 32-token words left fully allowed (the rest are random bits)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads for the torch rows")
+    """Options of ``logitgate bench bitmask``."""
+    p.add_argument("--vocab", type=int, nargs="+", default=list(DEFAULT_VOCABS), help="vocabulary sizes")
+    p.add_argument("--batch", type=int, nargs="+", default=list(DEFAULT_BATCHES), help="batch sizes")
+    p.add_argument("--masks", nargs="+", choices=MASK_KINDS, default=["random", "realistic"],
+                   help="mask kinds (default: random realistic)")
+    p.add_argument("--repeats", type=int, default=20, help="timed calls per cell; the median is reported")
+    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads for the torch columns")
+    p.add_argument("--seed", type=int, default=0)
 
 
-def _time(fn: Callable[[], None], reset: Callable[[], None], repeats: int) -> float:
-    reset()
-    fn()  # warm-up / compile
-    samples = []
-    for _ in range(repeats):
-        reset()
-        t = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t)
-    return float(np.median(samples)) * 1e6
-
-
-def make_mask(rng: np.random.Generator, batch: int, vocab: int, allowed_words: float) -> np.ndarray:
+def make_mask(rng: np.random.Generator, batch: int, vocab: int, kind: str) -> np.ndarray:
+    """An int32 ``[batch, ceil(vocab / 32)]`` bitmask of the given kind."""
     words = (vocab + 31) // 32
-    m = rng.integers(-(2**31), 2**31 - 1, size=(batch, words), dtype=np.int64).astype(np.int32)
-    m[rng.random((batch, words)) < allowed_words] = -1
+    m = rng.integers(0, 2**32, size=(batch, words), dtype=np.uint64).astype(np.uint32).view(np.int32)
+    if kind == "realistic":
+        u = rng.random((batch, words))
+        m[u < 0.90] = -1
+        m[(u >= 0.90) & (u < 0.95)] = 0
+    elif kind == "sparse":
+        m[rng.random((batch, words)) < 0.95] = 0
+    elif kind != "random":
+        raise ValueError(f"unknown mask kind {kind!r}; expected one of {MASK_KINDS}")
     return m
 
 
+def time_call(fn: Callable[[], Any], reset: Callable[[], Any], repeats: int) -> float:
+    """Median µs of ``fn()`` over ``repeats`` calls, each after an untimed ``reset()``."""
+    for _ in range(_WARMUP):
+        reset()
+        fn()
+    samples = []
+    for _ in range(max(1, repeats)):
+        reset()
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return float(np.median(samples)) * 1e6
+
+
 def run(args: argparse.Namespace) -> int:
+    """Time every method on every (mask kind, vocab, batch) cell and print a markdown table."""
     import torch
 
     from ..kernels.apply_mask import apply_token_bitmask_inplace
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(max(1, args.threads))
     try:
         import xgrammar
     except ImportError:
         xgrammar = None
-    rng = np.random.default_rng(0)
-    rows = []
-    header = ["vocab", "batch", "logitgate numpy", "logitgate torch", "naive numpy", "naive torch"]
+    rng = np.random.default_rng(args.seed)
+    shifts = torch.arange(32, dtype=torch.int32)
+    header = ["mask", "vocab", "batch", "logitgate numpy", "logitgate torch", "naive numpy", "naive torch"]
     if xgrammar is not None:
-        header.append("xgrammar (torch CPU)")
-    shifts_t = torch.arange(32, dtype=torch.int32)
-    for vocab in args.vocab:
-        for batch in args.batch:
-            base = rng.normal(size=(batch, vocab)).astype(np.float32)
-            mask = make_mask(rng, batch, vocab, args.allowed_words)
-            x = base.copy()
-            xt = torch.from_numpy(base.copy())
-            mt = torch.from_numpy(mask)
+        header.append("xgrammar")
+    header.append("speed-up vs best other")
+    rows: list[list[object]] = []
+    for kind in args.masks:
+        for vocab in args.vocab:
+            for batch in args.batch:
+                base = rng.standard_normal((batch, vocab), dtype=np.float32)
+                mask = make_mask(rng, batch, vocab, kind)
+                x = base.copy()
+                xt = torch.from_numpy(base.copy())
+                base_t = torch.from_numpy(base)
+                mt = torch.from_numpy(mask)
 
-            def reset_np() -> None:
-                np.copyto(x, base)
+                def reset_np(x: np.ndarray = x, base: np.ndarray = base) -> None:
+                    np.copyto(x, base)
 
-            def reset_t() -> None:
-                xt.copy_(torch.from_numpy(base))
+                def reset_t(xt: Any = xt, base_t: Any = base_t) -> None:
+                    xt.copy_(base_t)
 
-            def naive_np() -> None:
-                bits = np.unpackbits(mask.view(np.uint8), axis=1, bitorder="little")[:, :vocab]
-                x[bits == 0] = -np.inf
+                def naive_np(x: np.ndarray = x, mask: np.ndarray = mask, vocab: int = vocab) -> None:
+                    bits = np.unpackbits(mask.view(np.uint8), axis=1, bitorder="little")[:, :vocab]
+                    x[...] = np.where(bits.astype(bool), x, np.float32(-np.inf))
 
-            def naive_t() -> None:
-                allowed = ((mt.unsqueeze(-1) >> shifts_t) & 1).bool().reshape(batch, -1)[:, :vocab]
-                xt.masked_fill_(~allowed, float("-inf"))
+                def naive_t(xt: Any = xt, mt: Any = mt, batch: int = batch, vocab: int = vocab) -> None:
+                    allowed = ((mt.unsqueeze(-1) >> shifts) & 1).bool().reshape(batch, -1)[:, :vocab]
+                    xt.masked_fill_(~allowed, float("-inf"))
 
-            cells = [
-                _time(lambda: apply_token_bitmask_inplace(x, mask), reset_np, args.repeats),
-                _time(lambda: apply_token_bitmask_inplace(xt, mt), reset_t, args.repeats),
-                _time(naive_np, reset_np, args.repeats),
-                _time(naive_t, reset_t, args.repeats),
-            ]
-            if xgrammar is not None:
-                cells.append(_time(lambda: xgrammar.apply_token_bitmask_inplace(xt, mt), reset_t, args.repeats))
-            rows.append([f"{vocab:,}", batch, *cells])
-    print(f"apply_token_bitmask_inplace on CPU, µs per call (median of {args.repeats}), "
-          f"{args.allowed_words:.0%} of words fully allowed, torch threads {args.threads}\n")
+                ours = time_call(lambda x=x, mask=mask: apply_token_bitmask_inplace(x, mask), reset_np, args.repeats)
+                cells = [
+                    ours,
+                    time_call(lambda xt=xt, mt=mt: apply_token_bitmask_inplace(xt, mt), reset_t, args.repeats),
+                    time_call(naive_np, reset_np, args.repeats),
+                    time_call(naive_t, reset_t, args.repeats),
+                ]
+                if xgrammar is not None:
+                    cells.append(time_call(lambda xt=xt, mt=mt: xgrammar.apply_token_bitmask_inplace(xt, mt),
+                                           reset_t, args.repeats))
+                best_other = min(cells[2:])
+                rows.append([kind, f"{vocab:,}", batch, *cells, f"{best_other / ours:.1f}×"])
+    print(f"apply_token_bitmask_inplace on CPU, float32 logits: µs per call, median of {args.repeats} "
+          f"(warm-up {_WARMUP}); torch threads {max(1, args.threads)}; "
+          f"xgrammar {'present' if xgrammar is not None else 'not installed'}\n")
     print(markdown_table(header, rows))
     return 0
