@@ -1,0 +1,72 @@
+"""JSON Schema → grammar IR.
+
+:func:`json_schema_grammar` compiles a schema (draft 2020-12, draft-07 spellings accepted)
+into a :class:`~logitgate.grammar.ir.Grammar` over the bytes of JSON texts whose values
+satisfy it. Properties are generated in declared order; every keyword that cannot be
+enforced exactly raises :class:`~logitgate.errors.SchemaError` (keyword and JSON pointer)
+unless listed in ``ignore_keywords``.
+
+    >>> g = json_schema_grammar({"type": "object", "properties": {"a": {"type": "integer"}}})
+    >>> g.root
+    'root'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from ...errors import SchemaError
+from ..ir import Grammar
+from .converter import Converter
+
+__all__ = ["json_schema_grammar"]
+
+
+def _load(schema: Any) -> Any:
+    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        return schema.model_json_schema()
+    if isinstance(schema, str | bytes):
+        try:
+            return json.loads(schema)
+        except ValueError as exc:
+            raise SchemaError(f"schema is not valid JSON: {exc}") from exc
+    if isinstance(schema, dict | bool):
+        return schema
+    raise SchemaError(f"schema must be a dict, a JSON string, a bool or a pydantic model, not {type(schema).__name__}")
+
+
+def json_schema_grammar(
+    schema: Any,
+    *,
+    whitespace: str = "flexible",
+    max_whitespace: int | None = None,
+    ignore_keywords: Iterable[str] = (),
+    strict_format: bool = True,
+    literal_spellings: str = "canonical",
+) -> Grammar:
+    """A grammar for JSON texts valid under ``schema``.
+
+    ``whitespace="compact"`` allows no whitespace between tokens; ``"flexible"`` allows JSON
+    whitespace runs (at most ``max_whitespace`` bytes each when given). ``ignore_keywords``
+    are dropped instead of refused (an ignored ``oneOf`` acts as ``anyOf``). With
+    ``strict_format=False`` ``format`` is an annotation. ``literal_spellings="all"`` accepts
+    every escape spelling of const/enum strings and keys (default: the ``json.dumps`` forms).
+    """
+    root = _load(schema)
+    cv = Converter(
+        root,
+        whitespace=whitespace,
+        max_whitespace=max_whitespace,
+        ignore_keywords=tuple(ignore_keywords),
+        strict_format=strict_format,
+        literal_spellings=literal_spellings,
+    )
+    nodes = cv.nodes_of(root, cv.refs.root_base, "#")
+    from ..ir import NOTHING
+
+    body = NOTHING if nodes is None else cv.value(nodes)
+    rules = {"root": body}
+    rules.update(cv.rules)
+    return Grammar(rules, root="root").reachable()

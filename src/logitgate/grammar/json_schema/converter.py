@@ -1,0 +1,829 @@
+"""The schema walker: turns a JSON Schema into grammar rules.
+
+A (sub)schema is handled as a *conjunction* of schema objects ("nodes"): ``allOf`` members
+and ``$ref`` targets are flattened into the list; ``anyOf``/``oneOf``/``if`` are distributed
+over the rest of the list as alternatives; ``not`` is applied where it can be exactly
+(types and finite value sets). The language of a conjunction is the union, over the JSON
+types still allowed, of per-type languages built from every node's keywords. Each distinct
+conjunction becomes one grammar rule, so recursive references become recursive rules.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from ...errors import LimitExceededError, SchemaError
+from ..ir import EMPTY, NOTHING, Expr, Ref, alt, and_, lit, not_, repeat, seq
+from . import numbers as num
+from .refs import RefResolver
+from .strings import encode_chars
+from .values import Lexer, json_key, to_fraction
+
+__all__ = ["Converter", "Node"]
+
+ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "integer", "fraction"})
+_TYPE_MAP = {
+    "null": {"null"}, "boolean": {"boolean"}, "object": {"object"}, "array": {"array"},
+    "string": {"string"}, "integer": {"integer"}, "number": {"integer", "fraction"},
+}
+# keywords that cannot be enforced exactly (refused unless trivially satisfied or ignored)
+_UNSUPPORTED = ("$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems")
+_DEPENDENCY_KWS = ("dependentRequired", "dependentSchemas", "dependencies")
+_TYPE_SCHEMAS = {
+    "null": {"type": "null"}, "boolean": {"type": "boolean"}, "object": {"type": "object"},
+    "array": {"type": "array"}, "string": {"type": "string"}, "integer": {"type": "integer"},
+    "fraction": {"type": "number", "not": {"type": "integer"}},
+}
+MAX_RULES = 200_000
+MAX_ONEOF_RULES = 2_000
+
+
+@dataclass(frozen=True)
+class Node:
+    """One schema object of a conjunction, with its base URI and JSON pointer."""
+
+    schema: Any
+    base: str
+    ptr: str
+    consumed: frozenset = field(default=frozenset())
+
+    def key(self) -> tuple:
+        return (id(self.schema), self.base, self.consumed)
+
+
+def _esc(token: str) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+@dataclass
+class Negation:
+    """What a ``not`` removes: whole types, fixed values, numbers satisfying formulas and
+    strings whose content lies in regular languages."""
+
+    types: set
+    values: list
+    num_formulas: list = field(default_factory=list)
+    str_contents: list = field(default_factory=list)
+    positive: Any = None  # a schema equal to the complement (De Morgan form), used instead
+
+    def merge(self, other: Negation) -> None:
+        self.types |= other.types
+        self.values += other.values
+        self.num_formulas += other.num_formulas
+        self.str_contents += other.str_contents
+
+
+_NUM_KWS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+_STR_KWS = frozenset({"minLength", "maxLength", "pattern", "format"})
+
+
+class Converter:
+    """Converts one root schema; :meth:`grammar_rules` returns the rules and the root expression."""
+
+    def __init__(self, root: Any, *, whitespace: str = "flexible", max_whitespace: int | None = None,
+                 ignore_keywords: tuple = (), strict_format: bool = True,
+                 literal_spellings: str = "canonical", max_rules: int = MAX_RULES):
+        self.root = root
+        self.lex = Lexer(whitespace, max_whitespace, literal_spellings)
+        self.ignore = set(ignore_keywords)
+        self.strict_format = strict_format
+        self.refs = RefResolver(root)
+        meta = root.get("$schema") if isinstance(root, dict) else None
+        if meta is not None and "$schema" not in self.ignore and not _standard_metaschema(meta):
+            raise SchemaError(f"unknown meta-schema {meta!r} (its vocabularies cannot be known)",
+                              keyword="$schema", pointer="#")
+        self.draft = self.refs.draft
+        self.rules: dict[str, Expr] = {}
+        self.memo: dict[tuple, str] = {}
+        self.in_progress: dict[str, int] = {}
+        self.depth = 0
+        self.max_rules = max_rules
+        self._counter = 0
+        self._synthetic: dict[tuple, dict] = {}
+        self._keep: list[Any] = []
+        self._any: Expr | None = None
+        self._regex_cache: dict[str, Expr] = {}
+        self._shared: dict[Expr, str] = {}
+        self._neg_start: int | None = None
+
+    # ------------------------------------------------------------------ helpers
+    def fail(self, message: str, keyword: str, pointer: str) -> None:
+        """Raise SchemaError unless ``keyword`` is ignored (then return quietly)."""
+        if keyword in self.ignore:
+            return
+        raise SchemaError(message, keyword=keyword, pointer=pointer)
+
+    def new_name(self, stem: str = "s") -> str:
+        self._counter += 1
+        if len(self.rules) > self.max_rules:
+            raise LimitExceededError(f"grammar has more than {self.max_rules} rules", limit="max_rules")
+        return f"{stem}{self._counter}"
+
+    def shared(self, e: Expr, stem: str) -> Expr:
+        """``e`` as a named rule (a Ref), unless it is small; equal expressions share a rule."""
+        if isinstance(e, Ref) or _small(e):
+            return e
+        name = self._shared.get(e)
+        if name is None:
+            name = self.new_name(stem)
+            self._shared[e] = name
+            self.rules[name] = e
+        return Ref(name)
+
+    def any_value(self) -> Expr:
+        if self._any is None:
+            ref, rules = self.lex.any_value_rules("json")
+            self.rules.update(rules)
+            self._any = ref
+        return self._any
+
+    def synthetic_not(self, schema: Any) -> dict:
+        """A stable ``{"not": schema}`` object (stable identity keeps rule memoization working)."""
+        k = ("not", id(schema))
+        d = self._synthetic.get(k)
+        if d is None:
+            d = {"not": schema}
+            self._synthetic[k] = d
+            self._keep.append(schema)
+        return d
+
+    def regex(self, pattern: Any, keyword: str, pointer: str) -> Expr | None:
+        """The unanchored (search) language of an ECMA-262 pattern over JSON string content."""
+        if not isinstance(pattern, str):
+            raise SchemaError("pattern must be a string", keyword=keyword, pointer=pointer)
+        if pattern in self._regex_cache:
+            return self._regex_cache[pattern]
+        try:
+            from ..regex import regex_expr
+        except ImportError:
+            self.fail("regular expressions are not available (logitgate.grammar.regex missing)", keyword, pointer)
+            return None
+        from ...errors import GrammarError
+
+        try:
+            e = regex_expr(pattern, search=True, encode_chars=encode_chars)
+        except GrammarError as exc:
+            self.fail(f"pattern {pattern!r} cannot be compiled: {exc}", keyword, pointer)
+            return None
+        e = self.shared(e, "re")
+        self._regex_cache[pattern] = e
+        return e
+
+    def py_search(self, pattern: str, text: str, keyword: str, pointer: str) -> bool:
+        """Does ``pattern`` match somewhere in the concrete string ``text``?"""
+        try:
+            return re.search(pattern, text) is not None
+        except re.error as exc:
+            raise SchemaError(f"invalid pattern {pattern!r}: {exc}", keyword=keyword, pointer=pointer) from exc
+
+    def validates(self, value: Any, node: Node) -> bool:
+        """Exact check of a concrete value against one node (with ``jsonschema``)."""
+        fc = None
+        if self.strict_format and "format" not in self.ignore:
+            import jsonschema
+
+            fc = jsonschema.FormatChecker()
+        schema = node.schema
+        if isinstance(schema, bool):
+            return schema
+        try:
+            return self.refs.validator(schema, node.base, fc).is_valid(value)
+        except Exception as exc:
+            raise SchemaError(f"cannot validate value {value!r}: {exc}", pointer=node.ptr) from exc
+
+    # ------------------------------------------------------------------ flattening
+    def expand(self, schema: Any, base: str, ptr: str, out: list[Node], seen: set | None = None) -> bool:
+        """Append the conjunction of ``schema`` to ``out``; False if it is unsatisfiable."""
+        if seen is None:
+            seen = {n.key() for n in out}
+        if schema is True:
+            return True
+        if schema is False:
+            return False
+        if not isinstance(schema, dict):
+            raise SchemaError(f"a schema must be an object or a boolean, not {type(schema).__name__}", pointer=ptr)
+        base = self.refs.base_of(schema, base)
+        consumed: frozenset = frozenset()
+        inner = schema.get("not")
+        if isinstance(inner, dict) and "not" not in self.ignore and _only(inner, "not"):
+            consumed = frozenset({"not"})  # not(not(X)) is X
+        node = Node(schema, base, ptr, consumed)
+        if node.key() in seen:
+            return True
+        seen.add(node.key())
+        if consumed:
+            b2 = self.refs.base_of(inner, base)
+            if not self.expand(inner["not"], b2, f"{ptr}/not/not", out, seen):
+                return False
+        ref = schema.get("$ref")
+        legacy_ref = ref is not None and self.draft in ("draft4", "draft6", "draft7")
+        if not legacy_ref:
+            out.append(node)
+        if ref is not None and "$ref" not in self.ignore:
+            target, tbase = self.refs.resolve(ref, base, ptr)
+            self._keep.append(target)
+            tptr = ref if ref.startswith("#") else f"{ptr}/$ref"
+            if not self.expand(target, tbase, tptr, out, seen):
+                return False
+            if legacy_ref:
+                return True
+        all_of = schema.get("allOf")
+        if all_of is not None and "allOf" not in self.ignore:
+            if not isinstance(all_of, list):
+                raise SchemaError("allOf must be an array", keyword="allOf", pointer=ptr)
+            for i, sub in enumerate(all_of):
+                if not self.expand(sub, base, f"{ptr}/allOf/{i}", out, seen):
+                    return False
+        return True
+
+    def nodes_of(self, schema: Any, base: str, ptr: str) -> list[Node] | None:
+        out: list[Node] = []
+        return out if self.expand(schema, base, ptr, out) else None
+
+    # ------------------------------------------------------------------ rules
+    def value_of(self, schema: Any, base: str, ptr: str) -> Expr:
+        nodes = self.nodes_of(schema, base, ptr)
+        return NOTHING if nodes is None else self.value(nodes)
+
+    def value(self, nodes: list[Node]) -> Expr:
+        """The rule (a Ref) for JSON values satisfying every node of ``nodes``."""
+        key = tuple(n.key() for n in nodes)
+        name = self.memo.get(key)
+        if name is not None:
+            if self.in_progress.get(name) == self.depth:
+                ptr = nodes[0].ptr if nodes else "#"
+                raise SchemaError("schema refers to itself without nesting (left recursion)",
+                                  keyword="$ref", pointer=ptr)
+            return Ref(name)
+        if not nodes:
+            return self.any_value()
+        if self._neg_start is not None and len(self.memo) - self._neg_start > MAX_ONEOF_RULES:
+            raise LimitExceededError("oneOf exclusivity expands into too many rules", limit="max_oneof_rules")
+        name = self.new_name("s")
+        self.memo[key] = name
+        self.in_progress[name] = self.depth
+        try:
+            body = self.build(nodes)
+        finally:
+            del self.in_progress[name]
+        self.rules[name] = body
+        return Ref(name)
+
+    def child_value(self, nodes: list[Node] | None) -> Expr:
+        """A nested value (inside an array or object)."""
+        if nodes is None:
+            return NOTHING
+        self.depth += 1
+        try:
+            return self.value(nodes)
+        finally:
+            self.depth -= 1
+
+    # ------------------------------------------------------------------ the conjunction
+    def check_keywords(self, node: Node) -> None:
+        s = node.schema
+        for kw in _UNSUPPORTED:
+            if kw not in s or kw in self.ignore:
+                continue
+            v = s[kw]
+            if kw.startswith("unevaluated") and (v is True or v == {}):
+                continue
+            if kw in ("dependentRequired", "dependentSchemas", "dependencies") and (not v):
+                continue
+            raise SchemaError(f"{kw} cannot be enforced exactly", keyword=kw, pointer=node.ptr)
+
+    def build(self, nodes: list[Node]) -> Expr:
+        for n in nodes:
+            self.check_keywords(n)
+        # 1. disjunctions
+        for idx, n in enumerate(nodes):
+            s = n.schema
+            for kw in ("anyOf", "oneOf", "if"):
+                if kw in s and kw not in n.consumed:
+                    return self.distribute(nodes, idx, kw)
+        # 2. negations
+        neg = Negation(set(), [])
+        for idx, n in enumerate(nodes):
+            for kw in _DEPENDENCY_KWS:
+                if kw in n.schema and kw not in n.consumed and kw not in self.ignore:
+                    return self.dependencies(nodes, idx, kw)
+        for n in nodes:
+            if "not" in n.schema and "not" not in self.ignore and "not" not in n.consumed:
+                r = self.negate(n.schema["not"], n.base, f"{n.ptr}/not")
+                if r is None:
+                    continue
+                if r == "all":
+                    return NOTHING
+                if r.positive is not None:
+                    idx = nodes.index(n)
+                    done = Node(n.schema, n.base, n.ptr, n.consumed | {"not"})
+                    rest = [*nodes[:idx], done, *nodes[idx + 1 :]]
+                    if not self.expand(r.positive, n.base, f"{n.ptr}/not", rest):
+                        return NOTHING
+                    return self.value(rest)
+                neg.merge(r)
+        # 3. finite value sets
+        finite = self.finite_candidates(nodes)
+        if finite is not None:
+            vals = [v for v in finite if self._ok_value(v, nodes, neg)]
+            return alt(*(self.lex.value_literal(v) for v in vals))
+        # 4. types
+        types = self.allowed_types(nodes) - neg.types
+        parts: list[Expr] = []
+        neg_keys = {json_key(v) for v in neg.values}
+        if "null" in types and ("null",) not in neg_keys:
+            parts.append(lit("null"))
+        if "boolean" in types:
+            for b in (True, False):
+                if ("bool", b) not in neg_keys:
+                    parts.append(lit("true" if b else "false"))
+        if "integer" in types or "fraction" in types:
+            parts.append(self.number(nodes, types, [v for v in neg.values if json_key(v)[0] == "num"],
+                                     neg.num_formulas))
+        if "string" in types:
+            content = self.string_content(nodes, [v for v in neg.values if isinstance(v, str)],
+                                          neg.str_contents)
+            if content is not None:
+                parts.append(seq(lit('"'), content, lit('"')))
+        for kind, tag in (("array", "arr"), ("object", "obj")):
+            if kind in types:
+                if any(json_key(v)[0] == tag for v in neg.values):
+                    self.fail(f"'not' of a fixed {kind} value cannot be enforced exactly", "not", nodes[0].ptr)
+                if kind == "array":
+                    from .arrays import build_array
+
+                    parts.append(build_array(self, nodes))
+                else:
+                    from .objects import build_object
+
+                    parts.append(build_object(self, nodes))
+        return alt(*parts)
+
+    def _ok_value(self, v: Any, nodes: list[Node], neg: Negation) -> bool:
+        k = json_key(v)
+        if any(json_key(x) == k for x in neg.values):
+            return False
+        t = _value_types(v)
+        if not (t - neg.types):
+            return False
+        return all(self.validates(v, n) for n in nodes)
+
+    # ------------------------------------------------------------------ disjunctions
+    def distribute(self, nodes: list[Node], idx: int, kw: str) -> Expr:
+        n = nodes[idx]
+        s = n.schema
+        done = Node(n.schema, n.base, n.ptr, n.consumed | {kw})
+        rest = [*nodes[:idx], done, *nodes[idx + 1 :]]
+        if kw == "if":
+            return self.if_then_else(rest, n)
+        branches = s[kw]
+        if kw in self.ignore:
+            return self.value(rest)
+        if not isinstance(branches, list) or not branches:
+            raise SchemaError(f"{kw} must be a non-empty array", keyword=kw, pointer=n.ptr)
+        alts: list[list[Node]] = []
+        raws: list[Any] = []
+        for i, sub in enumerate(branches):
+            b = list(rest)
+            if self.expand(sub, n.base, f"{n.ptr}/{kw}/{i}", b):
+                alts.append(b)
+                raws.append(sub)
+        if kw == "oneOf":
+            return self.one_of(alts, n, raws)
+        return alt(*(self.value(b) for b in alts))
+
+    def dependencies(self, nodes: list[Node], idx: int, kw: str) -> Expr:
+        """dependentRequired/dependentSchemas/dependencies as 'absent, or present with more'."""
+        n = nodes[idx]
+        dep = n.schema[kw]
+        key = (id(n.schema), kw)
+        syn = self._synthetic.get(key)
+        if syn is None:
+            if not isinstance(dep, dict):
+                raise SchemaError(f"{kw} must be an object", keyword=kw, pointer=n.ptr)
+            parts = []
+            for name, v in dep.items():
+                absent = {"properties": {name: False}}
+                if isinstance(v, list) and kw != "dependentSchemas":
+                    present: dict = {"required": [name, *v]}
+                elif kw != "dependentRequired":
+                    present = {"required": [name], "allOf": [v]}
+                else:
+                    raise SchemaError(f"{kw} values must be arrays", keyword=kw, pointer=n.ptr)
+                parts.append({"anyOf": [absent, present]})
+            syn = {"allOf": parts}
+            self._synthetic[key] = syn
+        done = Node(n.schema, n.base, n.ptr, n.consumed | {kw})
+        rest = [*nodes[:idx], done, *nodes[idx + 1 :]]
+        if not self.expand(syn, n.base, f"{n.ptr}/{kw}", rest):
+            return NOTHING
+        return self.value(rest)
+
+    def one_of(self, alts: list[list[Node]], n: Node, raws: list[Any]) -> Expr:
+        """Exactly one branch: disjoint branches directly, else per JSON type where exact."""
+        from .disjoint import disjoint
+
+        def all_disjoint(bs: list[list[Node]]) -> bool:
+            return all(disjoint(self, bs[i], bs[j]) for i in range(len(bs)) for j in range(i + 1, len(bs)))
+
+        if len(alts) <= 1 or all_disjoint(alts):
+            return alt(*(self.value(b) for b in alts))
+        parts: list[Expr] = []
+        for t in ("null", "boolean", "integer", "fraction", "string", "array", "object"):
+            bi = [i for i, b in enumerate(alts) if t in self.allowed_types(b)]
+            bt = [alts[i] for i in bi]
+            if not bt:
+                continue
+            tn = Node(_TYPE_SCHEMAS[t], "", f"{n.ptr}/oneOf")
+            restricted = []
+            for b in bt:
+                rb = list(b)
+                if self.expand(_TYPE_SCHEMAS[t], "", f"{n.ptr}/oneOf", rb):
+                    restricted.append(rb)
+            _ = tn
+            if len(restricted) <= 1 or all_disjoint(restricted):
+                parts.extend(self.value(b) for b in restricted)
+                continue
+            finite = [self.finite_values(b) for b in restricted]
+            if all(f is not None for f in finite):
+                seen: dict = {}
+                for f in finite:
+                    for v in f:
+                        k = json_key(v)
+                        seen[k] = (v, seen.get(k, (v, 0))[1] + 1)
+                parts.extend(self.lex.value_literal(v) for v, c in seen.values() if c == 1)
+                continue
+            if t in ("integer", "fraction", "string") and all(self._plain(b, t) for b in restricted):
+                if t == "string":
+                    cs = [self.string_content(b) for b in restricted]
+                    cs = [c for c in cs if c is not None]
+                    for i, c in enumerate(cs):
+                        others = [d for j, d in enumerate(cs) if j != i]
+                        body = and_(c, not_(alt(*others))) if others else c
+                        parts.append(seq(lit('"'), body, lit('"')))
+                else:
+                    fs = [self.num_formula(b, frozenset({t})) for b in restricted]
+                    exactly = num.Or(tuple(
+                        num.And((f, num.Not(num.Or(tuple(g for j, g in enumerate(fs) if j != i)))))
+                        for i, f in enumerate(fs)
+                    ))
+                    e, rules = num.number_expr(exactly, rule_prefix=self.new_name("n"))
+                    self.rules.update(rules)
+                    parts.append(e)
+                continue
+            if t in ("object", "array") and len(bt) <= 6:
+                # exactly one: branch i and not any other branch (negations in De Morgan form)
+                outer = self._neg_start is None
+                if outer:
+                    self._neg_start = len(self.memo)
+                try:
+                    for i, rb in zip(bi, restricted):
+                        conj = list(rb)
+                        for j in bi:
+                            if j != i:
+                                conj.append(Node(self.synthetic_not(raws[j]), n.base, f"{n.ptr}/oneOf/{j}"))
+                        parts.append(self.value(conj))
+                finally:
+                    if outer:
+                        self._neg_start = None
+                continue
+            raise SchemaError(f"oneOf branches may both match a {t if t != 'fraction' else 'number'}; "
+                              "exclusivity cannot be enforced", keyword="oneOf", pointer=n.ptr)
+        return alt(*parts)
+
+    def _plain(self, nodes: list[Node], t: str) -> bool:
+        """Only type/numeric/string keywords (so the per-type language is a formula or regular)."""
+        from .disjoint import ANNOTATIONS
+
+        allowed = ANNOTATIONS | _NUM_KWS | _STR_KWS | {"type", "$ref", "allOf"}
+        for nd in nodes:
+            for k in nd.schema:
+                if k in allowed or k in nd.consumed or k in self.ignore or not _is_keyword(k):
+                    continue
+                if k == "not" and nd.schema is _TYPE_SCHEMAS["fraction"]:
+                    continue
+                if t == "string" and k in _NUM_KWS:
+                    continue
+                return False
+        return True
+
+    def if_then_else(self, rest: list[Node], n: Node) -> Expr:
+        s = n.schema
+        cond = s["if"]
+        if "if" in self.ignore or ("then" not in s and "else" not in s):
+            return self.value(rest)
+        then_s = s.get("then", True)
+        else_s = s.get("else", True)
+        out: list[Expr] = []
+        b1 = list(rest)
+        if self.expand(cond, n.base, f"{n.ptr}/if", b1) and self.expand(then_s, n.base, f"{n.ptr}/then", b1):
+            out.append(self.value(b1))
+        neg = self.negate(cond, n.base, f"{n.ptr}/if", keyword="if")
+        b2 = list(rest)
+        if neg is None:
+            return alt(*out)  # (only when 'if' is ignored)
+        if neg != "all":
+            b2.append(Node(self.synthetic_not(cond), n.base, f"{n.ptr}/if"))
+            if self.expand(else_s, n.base, f"{n.ptr}/else", b2):
+                out.append(self.value(b2))
+        return alt(*out)
+
+    def negate(self, schema: Any, base: str, ptr: str, keyword: str = "not") -> Negation | str | None:
+        """The complement of ``schema`` when its keywords are type, value, numeric or string ones."""
+        if schema is True:
+            return "all"
+        if schema is False:
+            return Negation(set(), [])
+        nodes = self.nodes_of(schema, base, ptr)
+        if nodes is None:
+            return Negation(set(), [])
+        from .disjoint import ANNOTATIONS
+
+        allowed = ANNOTATIONS | _NUM_KWS | _STR_KWS | {"type", "const", "enum", "$ref", "allOf"}
+        bad = [k for nd in nodes for k in nd.schema if k not in allowed and _is_keyword(k)
+               and k not in self.ignore and k not in nd.consumed]
+        if bad:
+            pos = self.de_morgan(schema, nodes, keyword, ptr)
+            if pos is not None:
+                return Negation(set(), [], positive=pos)
+            self.fail(f"'{keyword}' of a schema using {bad[0]!r} cannot be enforced exactly", keyword, ptr)
+            return None
+        finite = self.finite_candidates(nodes)
+        if finite is not None:
+            return Negation(set(), [v for v in finite if all(self.validates(v, nd) for nd in nodes)])
+        types = set(self.allowed_types(nodes))
+        out = Negation(set(), [])
+        has_num = any(k in nd.schema and k not in self.ignore for nd in nodes for k in _NUM_KWS)
+        has_str = any(k in nd.schema and k not in self.ignore for nd in nodes for k in _STR_KWS)
+        for t in types:
+            if t in ("integer", "fraction") and has_num:
+                continue
+            if t == "string" and has_str:
+                content = self.string_content(nodes)
+                if content is not None:
+                    out.str_contents.append(content)
+                continue
+            out.types.add(t)
+        if has_num and types & {"integer", "fraction"}:
+            out.num_formulas.append(self.num_formula(nodes, frozenset(types)))
+        return out
+
+    def de_morgan(self, key_schema: Any, nodes: list[Node], keyword: str, ptr: str) -> Any:
+        """A schema for the complement of the conjunction ``nodes``, keyword group by group."""
+        from .disjoint import ANNOTATIONS
+
+        k = ("neg", id(key_schema))
+        if k in self._synthetic:
+            return self._synthetic[k]
+        basic_kws = _NUM_KWS | _STR_KWS | {"type", "const", "enum"}
+        branches: list[Any] = []
+        for nd in nodes:
+            sch = nd.schema
+            basic = {kw: v for kw, v in sch.items() if kw in basic_kws and kw not in self.ignore}
+            if basic:
+                branches.append({"not": basic})
+            for kw, v in sch.items():
+                if kw in basic_kws or kw in ANNOTATIONS or kw in self.ignore or kw in nd.consumed:
+                    continue
+                if kw in ("$ref", "allOf") or not _is_keyword(kw):
+                    continue
+                if kw == "required" and isinstance(v, list):
+                    branches.extend({"type": "object", "properties": {r: False}} for r in v)
+                elif kw == "properties" and isinstance(v, dict):
+                    branches.extend({"type": "object", "required": [p], "properties": {p: {"not": ps}}}
+                                    for p, ps in v.items())
+                elif kw == "anyOf" and isinstance(v, list):
+                    branches.append({"allOf": [{"not": x} for x in v]})
+                elif kw == "not":
+                    branches.append(v)
+                elif kw in ("minProperties", "maxProperties", "minItems", "maxItems"):
+                    flip = {"minProperties": "maxProperties", "maxProperties": "minProperties",
+                            "minItems": "maxItems", "maxItems": "minItems"}[kw]
+                    t = "object" if "Properties" in kw else "array"
+                    if not isinstance(v, int) or isinstance(v, bool):
+                        return None
+                    if kw.startswith("min") and v > 0:
+                        branches.append({"type": t, flip: v - 1})
+                    elif kw.startswith("max"):
+                        branches.append({"type": t, flip: v + 1})
+                else:
+                    self.fail(f"'{keyword}' of a schema using {kw!r} cannot be enforced exactly", keyword, ptr)
+                    return None
+        pos: Any = {"anyOf": branches} if branches else False
+        self._synthetic[k] = pos
+        self._keep.append(key_schema)
+        return pos
+
+    # ------------------------------------------------------------------ finite sets and types
+    def finite_candidates(self, nodes: list[Node]) -> list[Any] | None:
+        """Candidate values from const/enum (None: not a finite set); order from the first node."""
+        cands: list[Any] | None = None
+        for n in nodes:
+            s = n.schema
+            for kw in ("const", "enum"):
+                if kw not in s or kw in self.ignore:
+                    continue
+                vals = [s[kw]] if kw == "const" else s[kw]
+                if kw == "enum" and not isinstance(vals, list):
+                    raise SchemaError("enum must be an array", keyword="enum", pointer=n.ptr)
+                try:
+                    keys = [json_key(v) for v in vals]
+                except (TypeError, ValueError) as exc:
+                    raise SchemaError(f"bad {kw} value: {exc}", keyword=kw, pointer=n.ptr) from exc
+                if cands is None:
+                    cands = []
+                    seen: set = set()
+                    for v, k in zip(vals, keys):
+                        if k not in seen:
+                            seen.add(k)
+                            cands.append(v)
+                else:
+                    ks = set(keys)
+                    cands = [v for v in cands if json_key(v) in ks]
+        if cands is None:
+            types = self.allowed_types(nodes)
+            if types and types <= {"null", "boolean"}:
+                cands = ([None] if "null" in types else []) + ([True, False] if "boolean" in types else [])
+        return cands
+
+    def finite_values(self, nodes: list[Node] | None) -> list[Any] | None:
+        """The exact finite set of values of a conjunction, or None when not finite (or unknown)."""
+        if nodes is None:
+            return []
+        for n in nodes:
+            if any(k in n.schema and k not in n.consumed for k in ("anyOf", "oneOf", "if")):
+                return None
+        c = self.finite_candidates(nodes)
+        if c is None:
+            return None
+        return [v for v in c if all(self.validates(v, n) for n in nodes)]
+
+    def allowed_types(self, nodes: list[Node]) -> frozenset:
+        types = ALL_TYPES
+        for n in nodes:
+            t = n.schema.get("type")
+            if t is None or "type" in self.ignore:
+                continue
+            names = t if isinstance(t, list) else [t]
+            allowed: set = set()
+            for name in names:
+                if name not in _TYPE_MAP:
+                    if name == "any" and self.draft == "draft4":
+                        allowed |= ALL_TYPES
+                        continue
+                    raise SchemaError(f"unknown type {name!r}", keyword="type", pointer=n.ptr)
+                allowed |= _TYPE_MAP[name]
+            types = types & allowed
+        return types
+
+    # ------------------------------------------------------------------ numbers
+    def number(self, nodes: list[Node], types: frozenset, excluded: list[Any],
+               excluded_formulas: list | None = None) -> Expr:
+        formula = self.num_formula(nodes, types)
+        atoms = [formula]
+        for v in excluded:
+            f = to_fraction(v)
+            atoms.append(num.Not(num.Range(f, False, f, False)))
+        for fx in excluded_formulas or ():
+            atoms.append(num.Not(fx))
+        formula = num.And(tuple(atoms)) if len(atoms) > 1 else formula
+        prefix = self.new_name("n")
+        e, rules = num.number_expr(formula, rule_prefix=prefix)
+        self.rules.update(rules)
+        return e
+
+    def num_formula(self, nodes: list[Node], types: frozenset) -> Any:
+        """The numeric constraints of ``nodes`` (type integer included) as a formula."""
+        atoms: list[Any] = []
+        for n in nodes:
+            s = n.schema
+            lo = hi = None
+            lo_x = hi_x = False
+
+            def get(kw: str, n: Node = n) -> Fraction | None:
+                if kw not in n.schema or kw in self.ignore:
+                    return None
+                v = n.schema[kw]
+                try:
+                    return to_fraction(v)
+                except (TypeError, ValueError) as exc:
+                    raise SchemaError(f"{kw} must be a number", keyword=kw, pointer=n.ptr) from exc
+
+            lo, hi = get("minimum"), get("maximum")
+            xlo, xhi = s.get("exclusiveMinimum"), s.get("exclusiveMaximum")
+            if isinstance(xlo, bool):
+                lo_x = xlo and lo is not None
+            elif xlo is not None:
+                atoms.append(num.Range(get("exclusiveMinimum"), True, None, False))
+            if isinstance(xhi, bool):
+                hi_x = xhi and hi is not None
+            elif xhi is not None:
+                atoms.append(num.Range(None, False, get("exclusiveMaximum"), True))
+            if lo is not None or hi is not None:
+                atoms.append(num.Range(lo, lo_x, hi, hi_x))
+            m = get("multipleOf")
+            if m is not None:
+                if m <= 0:
+                    raise SchemaError("multipleOf must be > 0", keyword="multipleOf", pointer=n.ptr)
+                atoms.append(num.MultipleOf(m))
+        has_int, has_frac = "integer" in types, "fraction" in types
+        if has_int and not has_frac:
+            atoms.append(num.MultipleOf(Fraction(1)))
+        elif has_frac and not has_int:
+            atoms.append(num.Not(num.MultipleOf(Fraction(1))))
+        return num.And(tuple(atoms)) if atoms else num.TRUE
+
+    # ------------------------------------------------------------------ strings
+    def string_content(self, nodes: list[Node], excluded: list[str] | None = None,
+                       excluded_contents: list | None = None) -> Expr | None:
+        """Regular language of the JSON string content (between the quotes) allowed by ``nodes``."""
+        from .formats import format_expr
+        from .strings import any_char
+
+        lo, hi = 0, None
+        parts: list[Expr] = []
+        for n in nodes:
+            s = n.schema
+            if "minLength" in s and "minLength" not in self.ignore:
+                lo = max(lo, _nonneg_int(s["minLength"], "minLength", n.ptr))
+            if "maxLength" in s and "maxLength" not in self.ignore:
+                v = _nonneg_int(s["maxLength"], "maxLength", n.ptr)
+                hi = v if hi is None else min(hi, v)
+            if "pattern" in s and "pattern" not in self.ignore:
+                r = self.regex(s["pattern"], "pattern", n.ptr)
+                if r is not None:
+                    parts.append(r)
+            if "format" in s and self.strict_format and "format" not in self.ignore:
+                f = format_expr(s["format"])
+                if f is not None:
+                    f = self.shared(f, "fmt")
+                if f is None:
+                    self.fail(f"unknown format {s['format']!r}", "format", n.ptr)
+                else:
+                    parts.append(f)
+        if hi is not None and lo > hi:
+            return None
+        base = repeat(any_char(), lo, hi)
+        items = [base, *parts]
+        if excluded:
+            items.append(not_(self.shared(alt(*(self.lex.all_spellings(v) for v in excluded)), "x")))
+        if excluded_contents:
+            items.append(not_(alt(*excluded_contents)))
+        return and_(*items) if len(items) > 1 else base
+
+
+def _small(e: Expr, budget: int = 12) -> bool:
+    stack = [e]
+    while stack:
+        budget -= 1
+        if budget < 0:
+            return False
+        stack.extend(stack.pop().children())
+    return True
+
+
+def _standard_metaschema(uri: Any) -> bool:
+    if not isinstance(uri, str):
+        return False
+    u = uri.rstrip("#").replace("https://", "http://")
+    return u.startswith("http://json-schema.org/") and any(
+        d in u for d in ("draft-04", "draft-06", "draft-07", "2019-09", "2020-12", "/schema")
+    )
+
+
+def _only(schema: dict, kw: str) -> bool:
+    from .disjoint import ANNOTATIONS
+
+    return kw in schema and all(k == kw or k in ANNOTATIONS or not _is_keyword(k) for k in schema)
+
+
+def _is_keyword(k: str) -> bool:
+    from .disjoint import KNOWN_KEYWORDS
+
+    return k in KNOWN_KEYWORDS
+
+
+def _nonneg_int(v: Any, kw: str, ptr: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != int(v):
+        raise SchemaError(f"{kw} must be a non-negative integer", keyword=kw, pointer=ptr)
+    return int(v)
+
+
+def _value_types(v: Any) -> set:
+    if v is None:
+        return {"null"}
+    if isinstance(v, bool):
+        return {"boolean"}
+    if isinstance(v, int | float):
+        return {"integer"} if float(v) == int(v) else {"fraction"}
+    if isinstance(v, str):
+        return {"string"}
+    if isinstance(v, list):
+        return {"array"}
+    return {"object"}
+
+
+__all__ += ["ALL_TYPES", "EMPTY"]

@@ -1,0 +1,205 @@
+"""``format`` as regular languages over JSON string content.
+
+Each supported format is written from its RFC grammar (RFC 3339 date/time/duration,
+RFC 4122 uuid, RFC 2673/4291 IP addresses, RFC 1123 hostnames, RFC 5321 dot-atom
+emails, RFC 3986 URIs, RFC 6901 JSON pointers). Format characters are ASCII and are
+accepted in their raw spelling (the one ``json.dumps`` writes), except in JSON pointers,
+whose reference tokens may hold any character. Leap seconds (``:60``) and quoted or
+IP-literal email local parts/domains beyond ``[ipv4]`` and IDNA A-labels (``xn--``) are not accepted (a documented
+subset: never an invalid string).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from ..ir import Expr, alt, and_, byteset, lit, not_, repeat, seq
+from .strings import encode_chars
+
+__all__ = ["FORMATS", "format_expr"]
+
+
+def _c(chars: str) -> Expr:
+    return byteset(*(ord(ch) for ch in chars))
+
+
+DIGIT = byteset((0x30, 0x39))
+HEX = byteset((0x30, 0x39), (0x41, 0x46), (0x61, 0x66))
+ALPHA = byteset((0x41, 0x5A), (0x61, 0x7A))
+ALNUM = byteset((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A))
+
+
+def _rng(lo: int, hi: int, width: int) -> Expr:
+    """Zero-padded decimal numbers lo..hi of exactly ``width`` digits."""
+    return alt(*(lit(str(v).zfill(width)) for v in range(lo, hi + 1)))
+
+
+def _date() -> Expr:
+    year = repeat(DIGIT, 4, 4)
+    m31 = alt(*(lit(m) for m in ("01", "03", "05", "07", "08", "10", "12")))
+    m30 = alt(*(lit(m) for m in ("04", "06", "09", "11")))
+    mult4 = [str(v).zfill(2) for v in range(0, 100, 4)]
+    leap = alt(
+        seq(repeat(DIGIT, 2, 2), alt(*(lit(x) for x in mult4 if x != "00"))),
+        seq(alt(*(lit(x) for x in mult4)), lit("00")),
+    )
+    return alt(
+        seq(year, lit("-"), m31, lit("-"), _rng(1, 31, 2)),
+        seq(year, lit("-"), m30, lit("-"), _rng(1, 30, 2)),
+        seq(year, lit("-02-"), _rng(1, 28, 2)),
+        seq(leap, lit("-02-29")),
+    )
+
+
+def _time() -> Expr:
+    hour, minute, second = _rng(0, 23, 2), _rng(0, 59, 2), _rng(0, 59, 2)
+    frac = seq(lit("."), repeat(DIGIT, 1, None))
+    offset = alt(_c("Zz"), seq(_c("+-"), hour, lit(":"), minute))
+    return seq(hour, lit(":"), minute, lit(":"), second, repeat(frac, 0, 1), offset)
+
+
+def _duration() -> Expr:
+    n = repeat(DIGIT, 1, None)
+
+    def u(ch: str) -> Expr:
+        return seq(n, lit(ch))
+
+    def opt(x: Expr) -> Expr:
+        return repeat(x, 0, 1)
+
+    second = u("S")
+    minute = seq(u("M"), opt(second))
+    hour = seq(u("H"), opt(minute))
+    dtime = seq(lit("T"), alt(hour, minute, second))
+    day = u("D")
+    month = seq(u("M"), opt(day))
+    year = seq(u("Y"), opt(month))
+    ddate = seq(alt(day, month, year), opt(dtime))
+    return seq(lit("P"), alt(ddate, dtime, u("W")))
+
+
+def _uuid() -> Expr:
+    def h(k: int) -> Expr:
+        return repeat(HEX, k, k)
+
+    return seq(h(8), lit("-"), h(4), lit("-"), h(4), lit("-"), h(4), lit("-"), h(12))
+
+
+def _dec_octet() -> Expr:
+    return alt(
+        DIGIT,
+        seq(byteset((0x31, 0x39)), DIGIT),
+        seq(lit("1"), DIGIT, DIGIT),
+        seq(lit("2"), byteset((0x30, 0x34)), DIGIT),
+        seq(lit("25"), byteset((0x30, 0x35))),
+    )
+
+
+def _ipv4() -> Expr:
+    o = _dec_octet()
+    return seq(o, lit("."), o, lit("."), o, lit("."), o)
+
+
+def _ipv6() -> Expr:
+    h16 = repeat(HEX, 1, 4)
+    ls32 = alt(seq(h16, lit(":"), h16), _ipv4())
+    h16c = seq(h16, lit(":"))
+
+    def pre(k: int) -> Expr:  # [ *k( h16 ":" ) h16 ]
+        return repeat(seq(repeat(h16c, 0, k), h16), 0, 1) if k >= 0 else lit("")
+
+    return alt(
+        seq(repeat(h16c, 6, 6), ls32),
+        seq(lit("::"), repeat(h16c, 5, 5), ls32),
+        seq(repeat(h16, 0, 1), lit("::"), repeat(h16c, 4, 4), ls32),
+        seq(pre(1), lit("::"), repeat(h16c, 3, 3), ls32),
+        seq(pre(2), lit("::"), repeat(h16c, 2, 2), ls32),
+        seq(pre(3), lit("::"), h16c, ls32),
+        seq(pre(4), lit("::"), ls32),
+        seq(pre(5), lit("::"), h16),
+        seq(pre(6), lit("::")),
+    )
+
+
+def _label() -> Expr:
+    ldh = byteset((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), 0x2D)
+    label = alt(ALNUM, seq(ALNUM, repeat(ldh, 0, 61), ALNUM))
+    # "--" in positions 3-4 marks IDNA A-labels ("xn--..."), whose Punycode rules are not
+    # regular: such labels are not accepted (a subset: never an invalid hostname).
+    return and_(label, not_(seq(repeat(ldh, 2, 2), lit("--"), repeat(ldh))))
+
+
+def _hostname() -> Expr:
+    lab = _label()
+    host = seq(lab, repeat(seq(lit("."), lab)))
+    return and_(host, repeat(byteset((0x21, 0x7E)), 1, 253))
+
+
+def _email() -> Expr:
+    atext = alt(ALNUM, _c("!#$%&'*+-/=?^_`{|}~"))
+    local = seq(repeat(atext, 1, None), repeat(seq(lit("."), repeat(atext, 1, None))))
+    domain = alt(_hostname(), seq(lit("["), _ipv4(), lit("]")))
+    return seq(local, lit("@"), domain)
+
+
+def _uri_parts() -> dict[str, Expr]:
+    unreserved = alt(ALNUM, _c("-._~"))
+    pct = seq(lit("%"), HEX, HEX)
+    sub_delims = _c("!$&'()*+,;=")
+    pchar = alt(unreserved, pct, sub_delims, _c(":@"))
+    scheme = seq(ALPHA, repeat(alt(ALNUM, _c("+-."))))
+    userinfo = repeat(alt(unreserved, pct, sub_delims, lit(":")))
+    ipvfuture = seq(_c("vV"), repeat(HEX, 1, None), lit("."), repeat(alt(unreserved, sub_delims, lit(":")), 1, None))
+    ip_literal = seq(lit("["), alt(_ipv6(), ipvfuture), lit("]"))
+    reg_name = repeat(alt(unreserved, pct, sub_delims))
+    host = alt(ip_literal, _ipv4(), reg_name)
+    port = repeat(DIGIT)
+    authority = seq(repeat(seq(userinfo, lit("@")), 0, 1), host, repeat(seq(lit(":"), port), 0, 1))
+    segment = repeat(pchar)
+    segment_nz = repeat(pchar, 1, None)
+    segment_nz_nc = repeat(alt(unreserved, pct, sub_delims, lit("@")), 1, None)
+    path_abempty = repeat(seq(lit("/"), segment))
+    path_absolute = seq(lit("/"), repeat(seq(segment_nz, path_abempty), 0, 1))
+    path_rootless = seq(segment_nz, path_abempty)
+    path_noscheme = seq(segment_nz_nc, path_abempty)
+    query = repeat(alt(pchar, _c("/?")))
+    tail = seq(repeat(seq(lit("?"), query), 0, 1), repeat(seq(lit("#"), query), 0, 1))
+    hier = alt(seq(lit("//"), authority, path_abempty), path_absolute, path_rootless, lit(""))
+    uri = seq(scheme, lit(":"), hier, tail)
+    rel = seq(alt(seq(lit("//"), authority, path_abempty), path_absolute, path_noscheme, lit("")), tail)
+    return {"uri": uri, "uri-reference": alt(uri, rel)}
+
+
+def _json_pointer() -> Expr:
+    # any character but '/' and '~', or ~0 / ~1, in every JSON spelling
+    plain = encode_chars([(0, 0x2E), (0x30, 0x7D), (0x7F, 0x10FFFF)])
+    tilde = seq(encode_chars([(0x7E, 0x7E)]), encode_chars([(0x30, 0x31)]))
+    slash = encode_chars([(0x2F, 0x2F)])
+    return repeat(seq(slash, repeat(alt(plain, tilde))))
+
+
+def _builders() -> dict:
+    return {
+        "date": _date,
+        "time": lambda: _time(),
+        "date-time": lambda: seq(_date(), _c("Tt"), _time()),
+        "duration": _duration,
+        "uuid": _uuid,
+        "ipv4": _ipv4,
+        "ipv6": _ipv6,
+        "hostname": _hostname,
+        "email": _email,
+        "uri": lambda: _uri_parts()["uri"],
+        "uri-reference": lambda: _uri_parts()["uri-reference"],
+        "json-pointer": _json_pointer,
+    }
+
+
+FORMATS = tuple(_builders())
+
+
+@cache
+def format_expr(name: str) -> Expr | None:
+    """Content language of ``format: name`` (None for formats that are not supported)."""
+    b = _builders().get(name) if isinstance(name, str) else None
+    return None if b is None else b()

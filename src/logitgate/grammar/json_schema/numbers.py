@@ -1,0 +1,659 @@
+"""Exact automata for JSON numerals whose *value* satisfies numeric constraints.
+
+A JSON numeral is ``-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?``. Constraints are
+boolean formulas over two atoms:
+
+* :class:`Range` — ``lo <= x <= hi`` with exclusive variants and open ends;
+* :class:`MultipleOf` — ``x`` is an integer multiple of a positive rational ``m``
+  (``MultipleOf(1)`` is "x is an integer": ``1.0`` counts, as JSON Schema says).
+
+:func:`number_expr` builds a DFA over the numeral's bytes by running one small
+comparator per atom digit by digit (exact rational arithmetic, arbitrary bounds and
+digit counts), combines them with the formula, minimizes, and emits IR: an inline
+expression when the automaton's only cycles are self-loops (ranges), right-linear
+rules otherwise (remainder automata).
+
+Exponents: the value of ``d.ddd e N`` depends on the exponent in a way no finite
+automaton can follow once bounds are arbitrary, so numerals with an exponent are
+accepted only where every atom can decide exactly without it: ranges whose bounds
+are 0 or absent (the sign and zero-ness decide) and no ``MultipleOf``. Elsewhere the
+language is the exact set of *plain* numerals (no exponent) that satisfy the
+formula -- a documented subset: never an invalid value, but ``1e2`` is not accepted
+for ``{"type": "integer"}``.
+
+    >>> from fractions import Fraction
+    >>> e, rules = number_expr(Range(Fraction(0), False, Fraction(10), False))
+    >>> rules
+    {}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from math import gcd
+from typing import Union
+
+from ...errors import LimitExceededError
+from ..ir import EMPTY, Expr, Ref, alt, byteset, repeat, seq
+
+__all__ = [
+    "FALSE",
+    "TRUE",
+    "And",
+    "Formula",
+    "MultipleOf",
+    "Not",
+    "Or",
+    "Range",
+    "decimal_digits",
+    "number_expr",
+]
+
+MAX_BOUND_DIGITS = 2000
+MAX_NUMBER_STATES = 50_000
+
+
+# ----------------------------------------------------------------------------- formulas
+
+
+@dataclass(frozen=True)
+class Range:
+    """``lo (<|<=) x (<|<=) hi``; ``None`` is an open end."""
+
+    lo: Fraction | None = None
+    lo_excl: bool = False
+    hi: Fraction | None = None
+    hi_excl: bool = False
+
+
+@dataclass(frozen=True)
+class MultipleOf:
+    """``x / m`` is an integer (``m > 0``)."""
+
+    m: Fraction
+
+
+@dataclass(frozen=True)
+class And:
+    items: tuple[Formula, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    items: tuple[Formula, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    item: Formula
+
+
+@dataclass(frozen=True)
+class _Const:
+    value: bool
+
+
+TRUE = _Const(True)
+FALSE = _Const(False)
+
+Formula = Union[Range, MultipleOf, And, Or, Not, _Const]  # noqa: UP007 (runtime alias)
+
+
+def _atoms(f: Formula, out: list) -> None:
+    if isinstance(f, Range | MultipleOf):
+        if f not in out:
+            out.append(f)
+    elif isinstance(f, And | Or):
+        for it in f.items:
+            _atoms(it, out)
+    elif isinstance(f, Not):
+        _atoms(f.item, out)
+
+
+def _evaluate(f: Formula, values: dict) -> bool:
+    if isinstance(f, Range | MultipleOf):
+        return values[f]
+    if isinstance(f, And):
+        return all(_evaluate(it, values) for it in f.items)
+    if isinstance(f, Or):
+        return any(_evaluate(it, values) for it in f.items)
+    if isinstance(f, Not):
+        return not _evaluate(f.item, values)
+    return f.value
+
+
+# ----------------------------------------------------------------------------- decimals
+
+
+def decimal_digits(x: Fraction) -> tuple[str, str]:
+    """``(integer digits, fraction digits)`` of a non-negative finite decimal.
+
+    The integer part has no leading zeros (``"0"`` below one); the fraction part has
+    no trailing zeros. Raises ValueError for values that are not finite decimals.
+    """
+    if x < 0:
+        raise ValueError("negative")
+    den = x.denominator
+    d = den
+    twos = fives = 0
+    while d % 2 == 0:
+        d //= 2
+        twos += 1
+    while d % 5 == 0:
+        d //= 5
+        fives += 1
+    if d != 1:
+        raise ValueError(f"{x} is not a finite decimal")
+    k = max(twos, fives)
+    n = x.numerator * (10**k) // den
+    s = str(n).rjust(k + 1, "0")
+    ip, fp = s[: len(s) - k] if k else s, s[len(s) - k :] if k else ""
+    ip = ip.lstrip("0") or "0"
+    fp = fp.rstrip("0")
+    if len(ip) + len(fp) > MAX_BOUND_DIGITS:
+        raise LimitExceededError(
+            f"numeric bound has {len(ip) + len(fp)} digits (more than {MAX_BOUND_DIGITS})",
+            limit="max_bound_digits",
+        )
+    return ip, fp
+
+
+# ----------------------------------------------------------------------------- comparators
+#
+# A comparator follows the magnitude m of the numeral (digits only) against a fixed
+# non-negative decimal c and tells at the end whether m <, = or > c.
+# States: ("I", k, st) after k integer digits with prefix status st (-1/0/1) versus
+# c's integer digits; ("F", j) equal so far after j fraction digits; ("D", r) decided.
+
+
+def _cmp_start(c: tuple[str, str] | None):
+    return ("D", 1) if c is None else ("I", 0, 0)
+
+
+def _cmp_int_digit(state, d: int, c: tuple[str, str] | None):
+    if state[0] != "I":
+        return state
+    ci = c[0]
+    _, k, st = state
+    if k >= len(ci):
+        return ("D", 1)  # more integer digits than c: larger
+    if st == 0:
+        cd = ord(ci[k]) - 48
+        st = -1 if d < cd else (1 if d > cd else 0)
+    return ("I", k + 1, st)
+
+
+def _cmp_int_end(state, c: tuple[str, str] | None):
+    if state[0] != "I":
+        return state
+    ci = c[0]
+    _, k, st = state
+    if k < len(ci):
+        return ("D", -1)
+    if st != 0:
+        return ("D", st)
+    return ("F", 0)
+
+
+def _cmp_frac_digit(state, d: int, c: tuple[str, str] | None):
+    if state[0] != "F":
+        return state
+    cf = c[1]
+    j = state[1]
+    cd = ord(cf[j]) - 48 if j < len(cf) else 0
+    if d < cd:
+        return ("D", -1)
+    if d > cd:
+        return ("D", 1)
+    return ("F", min(j + 1, len(cf)))
+
+
+def _cmp_result(state, c: tuple[str, str] | None) -> int:
+    if state[0] == "D":
+        return state[1]
+    if state[0] == "I":  # not reachable at an accepting position
+        state = _cmp_int_end(state, c)
+        if state[0] == "D":
+            return state[1]
+    j = state[1]
+    return -1 if j < len(c[1]) else 0
+
+
+# ----------------------------------------------------------------------------- atom machines
+
+
+class _RangeMachine:
+    """Tracks the sign and comparisons of the magnitude against |bounds|."""
+
+    def __init__(self, r: Range):
+        self.r = r
+        self.exponent_ok = all(b is None or b == 0 for b in (r.lo, r.hi))
+
+        def dec(x: Fraction | None):
+            if x is None or x < 0:
+                return None
+            return decimal_digits(x)
+
+        # For a positive numeral compare m with lo and hi; for a negative one with -hi, -lo.
+        self.pos = (dec(r.lo), dec(r.hi))
+        self.neg = (dec(-r.hi) if r.hi is not None else None, dec(-r.lo) if r.lo is not None else None)
+
+    def start(self):
+        return None  # sign not yet known
+
+    def _consts(self, neg: bool):
+        return self.neg if neg else self.pos
+
+    def sign(self, neg: bool):
+        a, b = self._consts(neg)
+        return (neg, _cmp_start(a), _cmp_start(b))
+
+    def int_digit(self, s, d):
+        if s is None:
+            s = self.sign(False)
+        neg, x, y = s
+        a, b = self._consts(neg)
+        return (neg, _cmp_int_digit(x, d, a), _cmp_int_digit(y, d, b))
+
+    def int_end(self, s):
+        neg, x, y = s
+        a, b = self._consts(neg)
+        return (neg, _cmp_int_end(x, a), _cmp_int_end(y, b))
+
+    def frac_digit(self, s, d):
+        neg, x, y = s
+        a, b = self._consts(neg)
+        return (neg, _cmp_frac_digit(x, d, a), _cmp_frac_digit(y, d, b))
+
+    def accept(self, s) -> bool:
+        neg, x, y = s
+        a, b = self._consts(neg)
+        r = self.r
+        # comparator against a negative constant (None here) means "m > c" always
+        ra = _cmp_result(x, a) if a is not None else 1
+        rb = _cmp_result(y, b) if b is not None else 1
+        if not neg:
+            ok_lo = r.lo is None or (ra > 0 if r.lo_excl else ra >= 0)
+            ok_hi = r.hi is None or (rb < 0 if r.hi_excl else rb <= 0)
+            if r.hi is not None and r.hi < 0:
+                ok_hi = False
+        else:
+            # value = -m; value <= hi  <=>  m >= -hi (a);  value >= lo  <=>  m <= -lo (b)
+            if r.hi is None or r.hi > 0:
+                ok_hi = True
+            else:
+                ok_hi = ra > 0 if r.hi_excl else ra >= 0
+            if r.lo is None:
+                ok_lo = True
+            elif r.lo > 0:
+                # m <= -lo < 0 is impossible unless ... m >= 0 always, so only m == 0 fails too
+                ok_lo = False
+            else:
+                ok_lo = rb < 0 if r.lo_excl else rb <= 0
+        return ok_lo and ok_hi
+
+
+class _MultipleMachine:
+    """Remainder of ``x * 10**s`` modulo ``p`` (``m = p / 10**s`` after reduction)."""
+
+    def __init__(self, mo: MultipleOf):
+        m = mo.m
+        num, den = m.numerator, m.denominator
+        # keep only the 2/5 part of the denominator: finite decimals cannot be multiples
+        # of the rest unless they are multiples of the numerator-scaled value
+        q1 = 1
+        d = den
+        for pf in (2, 5):
+            while d % pf == 0:
+                d //= pf
+                q1 *= pf
+        # m' = num / q1 ; find s with q1 | 10**s
+        s = 0
+        while (10**s) % q1:
+            s += 1
+        self.p = num * (10**s // q1)
+        self.s = s
+        self.exponent_ok = False
+        if self.p * (self.s + 1) > MAX_NUMBER_STATES:
+            raise LimitExceededError(
+                f"multipleOf {m} needs a remainder automaton with {self.p * (self.s + 1)} states",
+                limit="max_number_states",
+            )
+
+    def start(self):
+        return (0, 0, True)
+
+    def sign(self, neg: bool):
+        return (0, 0, True)
+
+    def int_digit(self, st, d):
+        r, f, ok = st
+        return ((r * 10 + d) % self.p, f, ok)
+
+    def int_end(self, st):
+        return st
+
+    def frac_digit(self, st, d):
+        r, f, ok = st
+        if f < self.s:
+            return ((r * 10 + d) % self.p, f + 1, ok)
+        return (r, f, ok and d == 0)
+
+    def accept(self, st) -> bool:
+        r, f, ok = st
+        return ok and (r * pow(10, self.s - f, self.p)) % self.p == 0
+
+
+# ----------------------------------------------------------------------------- numeral DFA
+#
+# Symbols: 0..9 digits, 10 '-', 11 '.', 12 'e'/'E', 13 '+'.
+_SYM_BYTES = [(0x30 + d,) for d in range(10)] + [(0x2D,), (0x2E,), (0x65, 0x45), (0x2B,)]
+_MINUS, _DOT, _EXP, _PLUS = 10, 11, 12, 13
+# phases
+_START, _NEG, _I0, _I1, _FDOT, _FD, _EXP0, _EXPS, _EXPD = range(9)
+_FINAL_PHASES = {_I0, _I1, _FD, _EXPD}
+
+
+@dataclass
+class _DFA:
+    trans: list[dict[int, int]]
+    final: list[bool]
+
+
+def _build_dfa(formula: Formula) -> _DFA:
+    atoms: list = []
+    _atoms(formula, atoms)
+    machines = [_RangeMachine(a) if isinstance(a, Range) else _MultipleMachine(a) for a in atoms]
+    allow_exp = all(m.exponent_ok for m in machines)
+
+    def step(state, sym: int):
+        phase, subs = state
+        if phase in (_START, _NEG):
+            if sym == _MINUS and phase == _START:
+                return (_NEG, tuple(m.sign(True) for m in machines))
+            if sym < 10:
+                if phase == _START:
+                    subs = tuple(m.sign(False) for m in machines)
+                subs = tuple(m.int_digit(s, sym) for m, s in zip(machines, subs))
+                return (_I0 if sym == 0 else _I1, subs)
+            return None
+        if phase in (_I0, _I1):
+            if sym < 10:
+                if phase == _I0:
+                    return None
+                return (_I1, tuple(m.int_digit(s, sym) for m, s in zip(machines, subs)))
+            if sym == _DOT:
+                return (_FDOT, tuple(m.int_end(s) for m, s in zip(machines, subs)))
+            if sym == _EXP and allow_exp:
+                return (_EXP0, tuple(m.int_end(s) for m, s in zip(machines, subs)))
+            return None
+        if phase in (_FDOT, _FD):
+            if sym < 10:
+                return (_FD, tuple(m.frac_digit(s, sym) for m, s in zip(machines, subs)))
+            if sym == _EXP and allow_exp and phase == _FD:
+                return (_EXP0, subs)
+            return None
+        if phase == _EXP0:
+            if sym in (_PLUS, _MINUS):
+                return (_EXPS, subs)
+            if sym < 10:
+                return (_EXPD, subs)
+            return None
+        if phase in (_EXPS, _EXPD):
+            if sym < 10:
+                return (_EXPD, subs)
+            return None
+        return None
+
+    def accepting(state) -> bool:
+        phase, subs = state
+        if phase not in _FINAL_PHASES:
+            return False
+        if phase in (_I0, _I1):
+            subs = tuple(m.int_end(s) for m, s in zip(machines, subs))
+        values = {a: m.accept(s) for a, m, s in zip(atoms, machines, subs)}
+        return _evaluate(formula, values)
+
+    start = (_START, tuple(m.start() for m in machines))
+    ids = {start: 0}
+    order = [start]
+    trans: list[dict[int, int]] = []
+    i = 0
+    while i < len(order):
+        st = order[i]
+        i += 1
+        row: dict[int, int] = {}
+        for sym in range(14):
+            nxt = step(st, sym)
+            if nxt is None:
+                continue
+            j = ids.get(nxt)
+            if j is None:
+                j = len(order)
+                if j >= MAX_NUMBER_STATES:
+                    raise LimitExceededError(
+                        f"number automaton exceeds {MAX_NUMBER_STATES} states", limit="max_number_states"
+                    )
+                ids[nxt] = j
+                order.append(nxt)
+            row[sym] = j
+        trans.append(row)
+    final = [accepting(s) for s in order]
+    return _minimize(_trim(_DFA(trans, final)))
+
+
+def _trim(d: _DFA) -> _DFA:
+    n = len(d.trans)
+    rev: list[list[int]] = [[] for _ in range(n)]
+    for s, row in enumerate(d.trans):
+        for t in row.values():
+            rev[t].append(s)
+    live = [False] * n
+    stack = [s for s in range(n) if d.final[s]]
+    for s in stack:
+        live[s] = True
+    while stack:
+        for p in rev[stack.pop()]:
+            if not live[p]:
+                live[p] = True
+                stack.append(p)
+    if not live[0]:
+        return _DFA([{}], [False])
+    trans = [{k: t for k, t in row.items() if live[t]} for row in d.trans]
+    return _DFA(trans, list(d.final))
+
+
+def _minimize(d: _DFA) -> _DFA:
+    # reachable states in BFS order
+    order = [0]
+    seen = {0}
+    i = 0
+    while i < len(order):
+        for t in d.trans[order[i]].values():
+            if t not in seen:
+                seen.add(t)
+                order.append(t)
+        i += 1
+    idx = {s: k for k, s in enumerate(order)}
+    trans = [{sym: idx[t] for sym, t in d.trans[s].items()} for s in order]
+    final = [d.final[s] for s in order]
+    n = len(order)
+    block = [1 if f else 0 for f in final]
+    nb = len(set(block))
+    while True:
+        sigs: dict[tuple, int] = {}
+        new = [0] * n
+        for s in range(n):
+            key = (block[s], tuple(sorted((sym, block[t]) for sym, t in trans[s].items())))
+            new[s] = sigs.setdefault(key, len(sigs))
+        if len(sigs) == nb:
+            block = new
+            break
+        block, nb = new, len(sigs)
+    # quotient in BFS order from the start block
+    rep: dict[int, int] = {}
+    for s in range(n):
+        rep.setdefault(block[s], s)
+    border = [block[0]]
+    bidx = {block[0]: 0}
+    k = 0
+    while k < len(border):
+        b = border[k]
+        k += 1
+        for _sym, t in sorted(trans[rep[b]].items()):
+            bt = block[t]
+            if bt not in bidx:
+                bidx[bt] = len(border)
+                border.append(bt)
+    q_trans = [{sym: bidx[block[t]] for sym, t in trans[rep[b]].items()} for b in border]
+    q_final = [final[rep[b]] for b in border]
+    return _DFA(q_trans, q_final)
+
+
+# ----------------------------------------------------------------------------- emission
+
+
+def _sym_set(syms: list[int]) -> Expr:
+    bs: list[int] = []
+    for s in syms:
+        bs.extend(_SYM_BYTES[s])
+    return byteset(*bs)
+
+
+def _sccs(d: _DFA) -> list[int]:
+    """Component id of each state (Tarjan, iterative)."""
+    n = len(d.trans)
+    index = [-1] * n
+    low = [0] * n
+    on = [False] * n
+    comp = [-1] * n
+    stack: list[int] = []
+    counter = 0
+    ncomp = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, iter(sorted(d.trans[root].values())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on[root] = True
+        while work:
+            v, it = work[-1]
+            advanced = False
+            for w in it:
+                if index[w] < 0:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on[w] = True
+                    work.append((w, iter(sorted(d.trans[w].values()))))
+                    advanced = True
+                    break
+                if on[w]:
+                    low[v] = min(low[v], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                u = work[-1][0]
+                low[u] = min(low[u], low[v])
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on[w] = False
+                    comp[w] = ncomp
+                    if w == v:
+                        break
+                ncomp += 1
+    return comp
+
+
+def _emit(d: _DFA, rule_prefix: str) -> tuple[Expr, dict[str, Expr]]:
+    n = len(d.trans)
+    if not any(d.final):
+        from ..ir import NOTHING
+
+        return NOTHING, {}
+    comp = _sccs(d)
+    size: dict[int, int] = {}
+    for c in comp:
+        size[c] = size.get(c, 0) + 1
+    as_rule = [size[comp[s]] > 1 for s in range(n)]
+    rules: dict[str, Expr] = {}
+    memo: dict[int, Expr] = {}
+
+    def grouped_edges(s: int) -> list[tuple[list[int], int]]:
+        by_t: dict[int, list[int]] = {}
+        for sym, t in sorted(d.trans[s].items()):
+            by_t.setdefault(t, []).append(sym)
+        return sorted(by_t.items(), key=lambda kv: kv[1][0])  # type: ignore[return-value]
+
+    def body(s: int, in_rule: bool) -> Expr:
+        loop: list[int] = []
+        outs: list[Expr] = []
+        for t, syms in grouped_edges(s):
+            if t == s and not in_rule:
+                loop = syms
+                continue
+            outs.append(seq(_sym_set(syms), ref(t)))
+        if d.final[s]:
+            outs.append(EMPTY)
+        rest = alt(*outs)
+        if loop:
+            return seq(repeat(_sym_set(loop), 0, None), rest)
+        return rest
+
+    def ref(s: int) -> Expr:
+        if as_rule[s]:
+            return Ref(f"{rule_prefix}.q{s}")
+        if s not in memo:
+            memo[s] = body(s, False)
+        return memo[s]
+
+    # rules for states in non-trivial components, in state order (deterministic)
+    for s in range(n):
+        if as_rule[s]:
+            rules[f"{rule_prefix}.q{s}"] = body(s, True)
+    return ref(0), rules
+
+
+def number_expr(formula: Formula, rule_prefix: str = "num") -> tuple[Expr, dict[str, Expr]]:
+    """IR for the JSON numerals whose value satisfies ``formula``.
+
+    Returns ``(expr, rules)``: ``rules`` holds right-linear helper rules named
+    ``{rule_prefix}.q<N>`` (empty unless the automaton has non-trivial cycles, as
+    remainder automata for ``MultipleOf`` do); add them to the grammar.
+    """
+    return _emit(_build_dfa(formula), rule_prefix)
+
+
+def numeral_accepts(formula: Formula) -> Callable[[bytes], bool]:
+    """A membership test for the same language (debugging and tests)."""
+    d = _build_dfa(formula)
+    table: dict[int, int] = {}
+    for sym, bs in enumerate(_SYM_BYTES):
+        for b in bs:
+            table[b] = sym
+
+    def accepts(data: bytes) -> bool:
+        s = 0
+        for b in data:
+            sym = table.get(b)
+            if sym is None:
+                return False
+            t = d.trans[s].get(sym)
+            if t is None:
+                return False
+            s = t
+        return d.final[s]
+
+    return accepts
+
+
+def lcm_fraction(a: Fraction, b: Fraction) -> Fraction:
+    """Least common multiple of two positive rationals."""
+    num = a.numerator * b.numerator // gcd(a.numerator, b.numerator)
+    return Fraction(num, gcd(a.denominator, b.denominator))

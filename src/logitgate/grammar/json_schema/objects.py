@@ -1,0 +1,251 @@
+"""Objects: declared properties in schema order, then extra properties.
+
+Declared properties appear in the order the schema declares them (required ones must
+appear, optional ones may be skipped); after them come extra properties, whose keys are
+JSON strings that are *not* a declared name (in any spelling). Each extra key's value
+follows the ``patternProperties`` whose patterns match the key, or
+``additionalProperties`` when none does, exactly: the key space is split by which patterns
+match. ``propertyNames`` restricts every key; ``min/maxProperties`` count members.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...errors import LimitExceededError, SchemaError
+from ..ir import EMPTY, NOTHING, Expr, Ref, alt, and_, lit, not_, repeat, seq
+from .strings import any_string_content
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .converter import Converter, Node
+
+__all__ = ["build_object"]
+
+MAX_PATTERNS = 6
+MAX_OBJECT_STATES = 20_000
+
+
+def _nonneg(v: Any, kw: str, ptr: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != int(v):
+        raise SchemaError(f"{kw} must be a non-negative integer", keyword=kw, pointer=ptr)
+    return int(v)
+
+
+def build_object(cv: Converter, nodes: list[Node]) -> Expr:
+    ign = cv.ignore
+    comps: list[tuple[dict, dict, Any, Node]] = []
+    names: list[str] = []
+    required: list[str] = []
+    min_p, max_p = 0, None
+    pnames: list[Node] = []
+    for n in nodes:
+        s = n.schema
+        props = s.get("properties", {}) if "properties" not in ign else {}
+        pats = s.get("patternProperties", {}) if "patternProperties" not in ign else {}
+        addl = s.get("additionalProperties") if "additionalProperties" not in ign else None
+        if not isinstance(props, dict) or not isinstance(pats, dict):
+            raise SchemaError("properties/patternProperties must be objects", keyword="properties", pointer=n.ptr)
+        if props or pats or addl is not None:
+            comps.append((props, pats, addl, n))
+        for k in props:
+            if k not in names:
+                names.append(k)
+        if "required" in s and "required" not in ign:
+            req = s["required"]
+            if not isinstance(req, list) or not all(isinstance(x, str) for x in req):
+                raise SchemaError("required must be an array of strings", keyword="required", pointer=n.ptr)
+            for r in req:
+                if r not in required:
+                    required.append(r)
+        if "minProperties" in s and "minProperties" not in ign:
+            min_p = max(min_p, _nonneg(s["minProperties"], "minProperties", n.ptr))
+        if "maxProperties" in s and "maxProperties" not in ign:
+            v = _nonneg(s["maxProperties"], "maxProperties", n.ptr)
+            max_p = v if max_p is None else min(max_p, v)
+        if "propertyNames" in s and "propertyNames" not in ign:
+            pn = s["propertyNames"]
+            pnames.append(n)
+            _ = pn
+    for r in required:
+        if r not in names:
+            names.append(r)
+    ws = cv.lex.ws
+
+    # ---- declared members
+    members: list[tuple[str, Expr, bool]] = []  # (name, member expr, required)
+    for k in names:
+        sub: list[Node] = []
+        ok = True
+        for props, pats, addl, n in comps:
+            matched = False
+            if k in props:
+                ok = ok and cv.expand(props[k], n.base, f"{n.ptr}/properties/{_esc(k)}", sub)
+                matched = True
+            for p, psch in pats.items():
+                if cv.py_search(p, k, "patternProperties", n.ptr):
+                    ok = ok and cv.expand(psch, n.base, f"{n.ptr}/patternProperties/{_esc(p)}", sub)
+                    matched = True
+            if not matched and addl is not None:
+                ok = ok and cv.expand(addl, n.base, f"{n.ptr}/additionalProperties", sub)
+        for n in pnames:
+            from .converter import Node as _Node
+
+            if not cv.validates(k, _Node(n.schema["propertyNames"], n.base, f"{n.ptr}/propertyNames")):
+                ok = False
+        is_req = k in required
+        if not ok:
+            if is_req:
+                return NOTHING
+            continue
+        val = cv.child_value(sub)
+        member = seq(cv.lex.str_literal(k), ws, lit(":"), ws, val)
+        members.append((k, member, is_req))
+
+    # ---- extra members
+    extra = _extra_member(cv, comps, names, pnames)
+
+    n_req = sum(1 for m in members if m[2])
+    if max_p is not None and n_req > max_p:
+        return NOTHING
+    if extra is None:
+        if max_p is not None and max_p >= len(members):
+            max_p = None
+        if min_p > len(members):
+            return NOTHING
+    sep_first = ws
+    sep_more = seq(ws, lit(","), ws)
+    cap = max(min_p, 1) if max_p is None else max_p
+
+    def tail(c: int) -> Expr:
+        """Extra members after ``c`` members."""
+        if extra is None:
+            return EMPTY if c >= min_p else NOTHING
+        lo = max(0, min_p - c)
+        hi = None if max_p is None else max_p - c
+        if hi is not None and hi < 0:
+            return NOTHING
+        if c == 0 and hi is not None and hi < 1:
+            return EMPTY if lo == 0 else NOTHING
+        more = repeat(seq(sep_more, extra), max(lo - 1, 0) if c == 0 else lo, None if hi is None else
+                      (hi - 1 if c == 0 else hi))
+        if c == 0:
+            first = seq(sep_first, extra, more)
+            return alt(EMPTY, first) if lo == 0 else first
+        return more
+
+    prefix = cv.new_name("o")
+    made: dict[tuple[int, int], Expr] = {}
+    pending: list[tuple[int, int]] = []
+
+    def state(i: int, c: int) -> Expr:
+        if max_p is None:
+            c = min(c, cap)
+        if i == len(members):
+            return tail(c)
+        key = (i, c)
+        if key not in made:
+            if len(made) > MAX_OBJECT_STATES:
+                raise LimitExceededError("object automaton too large", limit="max_object_states")
+            made[key] = Ref(f"{prefix}.p{i}_{c}")
+            pending.append(key)
+        return made[key]
+
+    def body(i: int, c: int) -> Expr:
+        _, member, is_req = members[i]
+        opts: list[Expr] = []
+        if max_p is None or c + 1 <= max_p:
+            opts.append(seq(sep_first if c == 0 else sep_more, member, state(i + 1, c + 1)))
+        if not is_req:
+            opts.append(state(i + 1, c))
+        return alt(*opts)
+
+    start = state(0, 0)
+    while pending:
+        i, c = pending.pop()
+        cv.rules[f"{prefix}.p{i}_{c}"] = body(i, c)
+    return seq(lit("{"), start, ws, lit("}"))
+
+
+def _esc(token: str) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def _extra_member(cv: Converter, comps: list, names: list[str], pnames: list[Node]) -> Expr | None:
+    """``"key": value`` for keys that are not declared names, or None when none is allowed."""
+    ws = cv.lex.ws
+    patterns: list[tuple[str, str]] = []  # (pattern, pointer)
+    for _props, pats, _addl, n in comps:
+        for p in pats:
+            if p not in [q for q, _ in patterns]:
+                patterns.append((p, n.ptr))
+    if len(patterns) > MAX_PATTERNS:
+        raise LimitExceededError(
+            f"{len(patterns)} patternProperties patterns (more than {MAX_PATTERNS})", limit="max_patterns"
+        )
+    key_base: list[Expr] = [any_string_content()]
+    if names:
+        key_base.append(not_(alt(*(cv.lex.all_spellings(k) for k in names))))
+    for n in pnames:
+        from .converter import Node as _Node
+
+        sub = cv.nodes_of(n.schema["propertyNames"], n.base, f"{n.ptr}/propertyNames")
+        if sub is None:
+            return None
+        content = _key_language(cv, sub, f"{n.ptr}/propertyNames")
+        if content is None:
+            return None
+        key_base.append(content)
+        _ = _Node
+    regexes: list[Expr | None] = []
+    for p, ptr in patterns:
+        regexes.append(cv.regex(p, "patternProperties", ptr))
+    members: list[Expr] = []
+    for mask in range(1 << len(patterns)):
+        chosen = {patterns[i][0] for i in range(len(patterns)) if mask >> i & 1}
+        sub: list[Node] = []
+        ok = True
+        for _props, pats, addl, n in comps:
+            matched = False
+            for p, psch in pats.items():
+                if p in chosen:
+                    ok = ok and cv.expand(psch, n.base, f"{n.ptr}/patternProperties/{_esc(p)}", sub)
+                    matched = True
+            if not matched and addl is not None:
+                ok = ok and cv.expand(addl, n.base, f"{n.ptr}/additionalProperties", sub)
+        if not ok:
+            continue
+        parts = list(key_base)
+        skip = False
+        for i, r in enumerate(regexes):
+            if r is None:  # pattern ignored: treat it as never matching
+                if mask >> i & 1:
+                    skip = True
+                continue
+            parts.append(r if mask >> i & 1 else not_(r))
+        if skip:
+            continue
+        key = and_(*parts) if len(parts) > 1 else parts[0]
+        key = cv.shared(key, "k")
+        val = cv.child_value(sub)
+        members.append(seq(lit('"'), key, lit('"'), ws, lit(":"), ws, val))
+    if not members:
+        return None
+    return alt(*members)
+
+
+def _key_language(cv: Converter, nodes: list[Node], ptr: str) -> Expr | None:
+    """String content allowed by a ``propertyNames`` schema (None: no string allowed)."""
+    finite = cv.finite_values(nodes)
+    if finite is not None:
+        strs = [v for v in finite if isinstance(v, str)]
+        if not strs:
+            return None
+        return alt(*(cv.lex.all_spellings(v) for v in strs))
+    for n in nodes:
+        for kw in ("anyOf", "oneOf", "not", "if"):
+            if kw in n.schema:
+                cv.fail(f"propertyNames with {kw} cannot be enforced exactly", "propertyNames", ptr)
+                return any_string_content()
+    if "string" not in cv.allowed_types(nodes):
+        return None
+    return cv.string_content(nodes)

@@ -1,0 +1,82 @@
+"""``$ref`` resolution with the ``referencing`` library (``$id``, ``$anchor``, JSON pointers)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urljoin
+
+from ...errors import SchemaError
+
+__all__ = ["RefResolver", "draft_of"]
+
+_DRAFT_URIS = {
+    "draft-04": "draft4", "draft-06": "draft6", "draft-07": "draft7",
+    "2019-09": "draft2019-09", "2020-12": "draft2020-12",
+}
+
+
+def draft_of(schema: Any) -> str:
+    """The draft named by ``$schema`` (``draft2020-12`` when absent or unknown)."""
+    uri = schema.get("$schema", "") if isinstance(schema, dict) else ""
+    if isinstance(uri, str):
+        for key, name in _DRAFT_URIS.items():
+            if key in uri:
+                return name
+    return "draft2020-12"
+
+
+class RefResolver:
+    """Resolves references relative to a base URI inside one root schema document."""
+
+    def __init__(self, root: Any):
+        from referencing import Registry, Resource
+        from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012
+
+        self.draft = draft_of(root)
+        spec = {"draft4": DRAFT4, "draft6": DRAFT6, "draft7": DRAFT7, "draft2019-09": DRAFT201909}.get(
+            self.draft, DRAFT202012
+        )
+        self.spec = spec
+        try:
+            resource = Resource.from_contents(root, default_specification=spec)
+            root_id = resource.id() or ""
+            self.registry = Registry().with_resource(root_id, resource)
+            if root_id:
+                self.registry = self.registry.with_resource("", resource)
+            self.registry = self.registry.crawl()
+        except Exception as exc:  # malformed ids and the like
+            raise SchemaError(f"cannot index schema: {exc}", keyword="$id") from exc
+        self.root_base = root_id
+
+    def base_of(self, schema: Any, base: str) -> str:
+        """The base URI in force inside ``schema`` reached with base ``base``."""
+        if isinstance(schema, dict):
+            sid = schema.get("$id") if self.draft not in ("draft4",) else schema.get("id")
+            if isinstance(sid, str) and sid and not sid.startswith("#"):
+                return urljoin(base, sid.split("#")[0]) if base else sid.split("#")[0]
+        return base
+
+    def resolve(self, ref: str, base: str, pointer: str) -> tuple[Any, str]:
+        """``(target schema, its base URI)``; unknown or remote targets raise SchemaError."""
+        from referencing.exceptions import Unresolvable
+
+        if not isinstance(ref, str):
+            raise SchemaError("$ref must be a string", keyword="$ref", pointer=pointer)
+        try:
+            resolved = self.registry.resolver(base_uri=base).lookup(ref)
+        except Unresolvable as exc:
+            raise SchemaError(f"cannot resolve $ref {ref!r}: {exc}", keyword="$ref", pointer=pointer) from exc
+        except Exception as exc:  # pragma: no cover - defensive (odd URIs)
+            raise SchemaError(f"cannot resolve $ref {ref!r}: {exc}", keyword="$ref", pointer=pointer) from exc
+        return resolved.contents, resolved.resolver._base_uri
+
+    def validator(self, schema: Any, base: str, format_checker: Any = None) -> Any:
+        """A ``jsonschema`` validator for ``schema`` with references resolved from ``base``."""
+        import jsonschema
+
+        cls = {
+            "draft4": jsonschema.Draft4Validator, "draft6": jsonschema.Draft6Validator,
+            "draft7": jsonschema.Draft7Validator, "draft2019-09": jsonschema.Draft201909Validator,
+        }.get(self.draft, jsonschema.Draft202012Validator)
+        return cls(schema, registry=self.registry, format_checker=format_checker,
+                   _resolver=self.registry.resolver(base_uri=base))
