@@ -15,11 +15,13 @@ Every construction is bounded (``max_states``) and raises :class:`LimitExceededE
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import GrammarError, LimitExceededError
-from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq
+from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq, iter_refs
 
 __all__ = [
     "ALL_BYTES",
@@ -410,10 +412,38 @@ def trim(dfa: DFA, productive_calls: Callable[[int], bool] = lambda r: True) -> 
 # ---------------------------------------------------------------------- And / Not
 
 
+_STANDALONE_CACHE: OrderedDict[tuple[Expr, int], DFA] = OrderedDict()
+_STANDALONE_CACHE_SIZE = 512
+_STANDALONE_LOCK = threading.Lock()
+
+
 def standalone_dfa(
     expr: Expr, resolve: RefResolver | None, max_states: int, inlining: tuple[str, ...] = ()
 ) -> DFA:
-    """A call-free, trimmed DFA for a regular expression (used for And/Not operands)."""
+    """A call-free, trimmed DFA for a regular expression (used for And/Not operands).
+
+    Expressions without rule references are cached process-wide (DFAs are never mutated), so
+    grammars that share e.g. a hostname or email format pay for its product automaton once.
+    """
+    if isinstance(expr, And | Not) and next(iter_refs(expr), None) is None:
+        key = (expr, max_states)
+        with _STANDALONE_LOCK:
+            hit = _STANDALONE_CACHE.get(key)
+            if hit is not None:
+                _STANDALONE_CACHE.move_to_end(key)
+                return hit
+        dfa = _standalone_dfa(expr, resolve, max_states, inlining)
+        with _STANDALONE_LOCK:
+            _STANDALONE_CACHE[key] = dfa
+            if len(_STANDALONE_CACHE) > _STANDALONE_CACHE_SIZE:
+                _STANDALONE_CACHE.popitem(last=False)
+        return dfa
+    return _standalone_dfa(expr, resolve, max_states, inlining)
+
+
+def _standalone_dfa(
+    expr: Expr, resolve: RefResolver | None, max_states: int, inlining: tuple[str, ...] = ()
+) -> DFA:
     if isinstance(expr, And):
         dfas = [standalone_dfa(it, resolve, max_states, inlining) for it in expr.items]
         out = dfas[0]
