@@ -1,0 +1,58 @@
+"""The `logitgate` command: grammar, check, bench argument handling (generate is covered end to end elsewhere)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from logitgate.cli.check import classify_keywords
+from logitgate.cli.main import main
+from logitgate.grammar.ir import Grammar
+
+SCHEMA = {"type": "object", "title": "T", "properties": {"a": {"type": "integer", "minimum": 0}, "b": {"x-custom": 1}},
+          "required": ["a"], "additionalProperties": False}
+
+
+def test_grammar_prints_ebnf_that_parses_back(tmp_path, capsys):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(SCHEMA))
+    assert main(["grammar", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert Grammar.from_ebnf(text) == Grammar.from_json_schema(SCHEMA)
+    assert main(["grammar", "--regex", "[0-9]{3}"]) == 0
+    assert "[0-9]{3}" in capsys.readouterr().out
+
+
+def test_grammar_reports_errors(tmp_path, capsys):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"type": "string", "format": "no-such-format"}))
+    assert main(["grammar", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "format" in err and "SchemaError" in err
+
+
+def test_check_classifies_keywords(tmp_path, capsys):
+    rows, refusal = classify_keywords(SCHEMA)
+    verdicts = {(p, k): v for p, k, v in rows}
+    assert refusal is None
+    assert verdicts[("#", "title")] == "annotation"
+    assert verdicts[("#/properties/a", "minimum")] == "enforced"
+    assert verdicts[("#/properties/b", "x-custom")].startswith("ignored")
+    refused = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
+    rows, refusal = classify_keywords(refused)
+    assert refusal and ("#", "uniqueItems", "refused") in rows
+    rows, refusal = classify_keywords(refused, ignore=("uniqueItems",))
+    assert refusal is None and ("#", "uniqueItems", "ignored (--ignore)") in rows
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(refused))
+    assert main(["check", str(path)]) == 1
+    assert "refused" in capsys.readouterr().out
+
+
+def test_version_and_bench_help(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip()
+    with pytest.raises(SystemExit):
+        main(["bench", "maskbench", "--help"])
+    assert "--engines" in capsys.readouterr().out
