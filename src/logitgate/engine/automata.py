@@ -20,6 +20,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq, iter_refs
 
@@ -307,26 +309,7 @@ def minimize(dfa: DFA) -> DFA:
     calls = [{r: idx[t] for r, t in dfa.calls[s].items()} for s in order]
     final = [dfa.final[s] for s in order]
     n = len(order)
-    block = [0] * n
-    sig0: dict[tuple, int] = {}
-    for s in range(n):
-        key = (final[s], tuple(sorted(calls[s])))
-        block[s] = sig0.setdefault(key, len(sig0))
-    nblocks = len(sig0)
-    while True:
-        sigs: dict[tuple, int] = {}
-        new_block = [0] * n
-        for s in range(n):
-            key = (
-                block[s],
-                tuple(block[t] if t >= 0 else -1 for t in trans[s]),
-                tuple((r, block[t]) for r, t in sorted(calls[s].items())),
-            )
-            new_block[s] = sigs.setdefault(key, len(sigs))
-        if len(sigs) == nblocks:
-            block = new_block
-            break
-        block, nblocks = new_block, len(sigs)
+    block = _refine_blocks(trans, calls, final)
     # Build quotient, renumbered by BFS from the start block for a canonical order.
     rep: dict[int, int] = {}
     for s in range(n):
@@ -350,6 +333,36 @@ def minimize(dfa: DFA) -> DFA:
         quotient.calls.append({r: bidx[t] for r, t in q_calls[b].items()})
         quotient.final.append(q_final[b])
     return quotient
+
+
+def _refine_blocks(trans: list[list[int]], calls: list[dict[int, int]], final: list[bool]) -> list[int]:
+    """Moore partition refinement, vectorized: block id per state (equivalent states share one)."""
+    n = len(trans)
+    callees = sorted({r for c in calls for r in c})
+    col = {r: i for i, r in enumerate(callees)}
+    t = np.asarray(trans, dtype=np.int64).reshape(n, -1)
+    c = np.full((n, len(callees)), -1, dtype=np.int64)
+    for s, cs in enumerate(calls):
+        for r, tgt in cs.items():
+            c[s, col[r]] = tgt
+    # initial blocks: finality and which rules can be called
+    init = np.concatenate([np.asarray(final, dtype=np.int64)[:, None], (c >= 0).astype(np.int64)], axis=1)
+    _, block = np.unique(init, axis=0, return_inverse=True)
+    block = block.reshape(-1)
+    nblocks = int(block.max()) + 1 if n else 0
+    targets = np.concatenate([t, c], axis=1)
+    missing = targets < 0
+    safe = np.where(missing, 0, targets)
+    while True:
+        sig = np.where(missing, -1, block[safe])
+        _, new_block = np.unique(np.concatenate([block[:, None], sig], axis=1), axis=0, return_inverse=True)
+        new_block = new_block.reshape(-1)
+        count = int(new_block.max()) + 1 if n else 0
+        block = new_block
+        if count == nblocks:
+            break
+        nblocks = count
+    return block.tolist()
 
 
 def _bfs_order(dfa: DFA) -> list[int]:
