@@ -19,7 +19,26 @@ import numpy as np
 __all__ = ["ENGINES", "make_engine"]
 
 
-class LogitgateEngine:
+class _XgrammarStyleSteps:
+    """``step``/``can_end`` for matchers with xgrammar's method names (logitgate's and xgrammar's)."""
+
+    bitmask: Any
+    stop: int
+
+    def step(self, m: Any, token: int) -> bool:
+        bm = self.bitmask
+        m.fill_next_token_bitmask(bm, 0)
+        if not (int(bm[0, token >> 5]) >> (token & 31)) & 1:
+            return False
+        return bool(m.accept_token(token))
+
+    def can_end(self, m: Any) -> bool:
+        bm = self.bitmask
+        m.fill_next_token_bitmask(bm, 0)
+        return bool((int(bm[0, self.stop >> 5]) >> (self.stop & 31)) & 1)
+
+
+class LogitgateEngine(_XgrammarStyleSteps):
     name = "logitgate"
 
     def __init__(self, tokenizer: str):
@@ -48,17 +67,6 @@ class LogitgateEngine:
 
         return GrammarMatcher(compiled)
 
-    def step(self, m: Any, token: int) -> bool:
-        bm = self.bitmask
-        m.fill_next_token_bitmask(bm, 0)
-        if not (int(bm[0, token >> 5]) >> (token & 31)) & 1:
-            return False
-        return bool(m.accept_token(token))
-
-    def can_end(self, m: Any) -> bool:
-        bm = self.bitmask
-        m.fill_next_token_bitmask(bm, 0)
-        return bool((int(bm[0, self.stop >> 5]) >> (self.stop & 31)) & 1)
 
 
 class LLGuidanceEngine:
@@ -111,7 +119,7 @@ class LLGuidanceEngine:
         return bool(m.is_accepting())
 
 
-class XGrammarEngine:
+class XGrammarEngine(_XgrammarStyleSteps):
     name = "xgrammar"
 
     def __init__(self, tokenizer: str):
@@ -145,17 +153,6 @@ class XGrammarEngine:
     def new_matcher(self, compiled: Any) -> Any:
         return self.xgr.GrammarMatcher(compiled)
 
-    def step(self, m: Any, token: int) -> bool:
-        bm = self.bitmask
-        m.fill_next_token_bitmask(bm, 0)
-        if not (int(bm[0, token >> 5]) >> (token & 31)) & 1:
-            return False
-        return bool(m.accept_token(token))
-
-    def can_end(self, m: Any) -> bool:
-        bm = self.bitmask
-        m.fill_next_token_bitmask(bm, 0)
-        return bool((int(bm[0, self.stop >> 5]) >> (self.stop & 31)) & 1)
 
 
 ENGINES = {"logitgate": LogitgateEngine, "llguidance": LLGuidanceEngine, "xgrammar": XGrammarEngine}

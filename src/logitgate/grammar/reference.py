@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from contextlib import contextmanager
 
 from ..errors import GrammarError, LimitExceededError
+from .graphs import strongly_connected_components
 from .ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, iter_refs
 
 __all__ = ["MAX_DERIVATIVE_STATES", "Recognizer", "accepts", "prefix_ok"]
@@ -307,51 +308,8 @@ def _deep_recursion(limit: int = 20_000):
 
 
 def _sccs(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Tarjan's strongly connected components, iteratively; each comes after those it reaches."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    out: list[list[str]] = []
-    counter = 0
-    for start in graph:
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            v, it = work[-1]
-            pushed = False
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(sorted(graph[w]))))
-                    pushed = True
-                    break
-                if w in on_stack:
-                    low[v] = min(low[v], index[w])
-            if pushed:
-                continue
-            work.pop()
-            if work:
-                u = work[-1][0]
-                low[u] = min(low[u], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                out.append(comp)
-    return out
+    """Strongly connected components; each comes after those it reaches."""
+    return strongly_connected_components({v: sorted(ws) for v, ws in graph.items()})
 
 
 class _Set:

@@ -36,6 +36,7 @@ from math import gcd
 from typing import Union
 
 from ...errors import LimitExceededError
+from ..graphs import strongly_connected_components
 from ..ir import EMPTY, Expr, Ref, alt, byteset, repeat, seq
 
 __all__ = [
@@ -523,51 +524,12 @@ def _sym_set(syms: list[int]) -> Expr:
 
 
 def _sccs(d: _DFA) -> list[int]:
-    """Component id of each state (Tarjan, iterative)."""
-    n = len(d.trans)
-    index = [-1] * n
-    low = [0] * n
-    on = [False] * n
-    comp = [-1] * n
-    stack: list[int] = []
-    counter = 0
-    ncomp = 0
-    for root in range(n):
-        if index[root] >= 0:
-            continue
-        work = [(root, iter(sorted(d.trans[root].values())))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on[root] = True
-        while work:
-            v, it = work[-1]
-            advanced = False
-            for w in it:
-                if index[w] < 0:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on[w] = True
-                    work.append((w, iter(sorted(d.trans[w].values()))))
-                    advanced = True
-                    break
-                if on[w]:
-                    low[v] = min(low[v], index[w])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                u = work[-1][0]
-                low[u] = min(low[u], low[v])
-            if low[v] == index[v]:
-                while True:
-                    w = stack.pop()
-                    on[w] = False
-                    comp[w] = ncomp
-                    if w == v:
-                        break
-                ncomp += 1
+    """Component id of every state (Tarjan; components numbered in reverse topological order)."""
+    graph = {v: sorted(d.trans[v].values()) for v in range(len(d.trans))}
+    comp = [-1] * len(d.trans)
+    for k, members in enumerate(strongly_connected_components(graph)):
+        for v in members:
+            comp[v] = k
     return comp
 
 
