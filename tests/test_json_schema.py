@@ -12,91 +12,19 @@ from pathlib import Path
 
 import pytest
 
+from logitgate.benchmarks.schema_suite import find_accepted, run_case, spellings
 from logitgate.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedFeatureError
 from logitgate.grammar.builtins import builtin_json_grammar, choices_grammar
 from logitgate.grammar.ir import Grammar
 from logitgate.grammar.json_schema import json_schema_grammar
 from logitgate.grammar.json_schema import numbers as num
-from logitgate.grammar.reference import accepts, prefix_ok
+from logitgate.grammar.reference import accepts
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SUITE = DATA / "JSON-Schema-Test-Suite" / "tests" / "draft2020-12"
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def spellings(v) -> set[str]:
-    return {json.dumps(v), json.dumps(v, separators=(",", ":"))}
-
-
-def run_case(case: dict, **opts) -> tuple[str, list[str]]:
-    """('refused' | 'passed' | 'failed', details).
-
-    A valid instance must have *some* key order the grammar accepts (the grammar fixes
-    declared order); an invalid one must have none, in compact and in default spacing.
-    """
-    try:
-        g = json_schema_grammar(case["schema"], **opts)
-    except (SchemaError, UnsupportedFeatureError, LimitExceededError) as exc:
-        return "refused", [str(exc)]
-    bad = []
-    for t in case["tests"]:
-        for compact in (True, False):
-            s = find_accepted(g, t["data"], compact)
-            if t["valid"] and s is None:
-                bad.append(f"valid rejected: {json.dumps(t['data'])[:100]} ({t['description']})")
-            if not t["valid"] and s is not None:
-                bad.append(f"invalid accepted: {s[:100]} ({t['description']})")
-    return ("failed" if bad else "passed"), bad
-
-def find_accepted(g, v, compact: bool, max_tries: int = 64) -> str | None:
-    """A serialization of ``v`` (keys in any order) that ``g`` accepts, or None.
-
-    Object keys are chosen depth-first, pruned with the reference recognizer's viable-prefix
-    test, so the grammar's property order need not be guessed.
-    """
-    item_sep, kv_sep = (",", ":") if compact else (", ", ": ")
-    tries = [0]
-
-    def ok(p: str) -> bool:
-        return prefix_ok(g, p.encode())
-
-    def gen(x, prefix: str):
-        if isinstance(x, dict):
-            def rec(p: str, remaining: list, first: bool):
-                if not remaining:
-                    yield p + "}"
-                    return
-                for k in remaining:
-                    q = p + ("" if first else item_sep) + json.dumps(k) + kv_sep
-                    if not ok(q):
-                        continue
-                    for q2 in gen(x[k], q):
-                        if ok(q2):
-                            yield from rec(q2, [r for r in remaining if r != k], False)
-
-            yield from rec(prefix + "{", list(x), True)
-        elif isinstance(x, list):
-            def rec_l(p: str, i: int):
-                if i == len(x):
-                    yield p + "]"
-                    return
-                for q in gen(x[i], p + ("" if i == 0 else item_sep)):
-                    if ok(q):
-                        yield from rec_l(q, i + 1)
-
-            yield from rec_l(prefix + "[", 0)
-        else:
-            yield prefix + json.dumps(x)
-
-    for s in gen(v, ""):
-        tries[0] += 1
-        if accepts(g, s.encode()):
-            return s
-        if tries[0] >= max_tries:
-            return None
-    return None
 
 
 def check(schema, good=(), bad=(), **opts) -> Grammar:
@@ -121,6 +49,7 @@ def check(schema, good=(), bad=(), **opts) -> Grammar:
 
 
 # ----------------------------------------------------------------------------- the test suite
+
 
 SUITE_FILES = sorted(glob.glob(str(SUITE / "*.json")))
 

@@ -10,6 +10,7 @@ SUITES: dict[str, tuple[str, str]] = {
     "bitmask": ("bitmask", "apply_token_bitmask_inplace vs naive masked fill and xgrammar"),
     "workloads": ("workloads", "fixed suite (JSON, schemas, regex, alternation, GBNF): compile ms and mask µs"),
     "logits": ("logits", "logits kernels (bias, penalties, mask, softmax) vs naive torch and a plain copy; pipeline overhead"),
+    "schema-suite": ("schema_suite", "JSON-Schema-Test-Suite cases: passed / failed / refused per file"),
     "tree-decode": ("tree_decode", "tree-decode prefix maps: 1M-prefix config load time, memory, per-step cost"),
     "maskbench": ("maskbench", "the MaskBench protocol on JSON schemas, engines side by side"),
 }
