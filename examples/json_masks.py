@@ -4,13 +4,14 @@ Run: python examples/json_masks.py   (needs the `test` or `demo` extra for the b
 """
 
 import json
+from pathlib import Path
 
 import numpy as np
 
 import logitgate as lg
 from logitgate.tokenizer.bundled import bundled_encoding, load_bundled
 
-schema = json.load(open(__file__.replace("json_masks.py", "cat.schema.json")))
+schema = json.loads(Path(__file__).with_name("cat.schema.json").read_text())
 tok = load_bundled("llama3")                  # exact bytes of all 128,256 token ids
 enc = bundled_encoding("llama3")              # the matching tiktoken encoder
 compiler = lg.GrammarCompiler(tok)

@@ -17,7 +17,7 @@ import logitgate as lg
 words = [bytes([b]) for b in range(32, 127)] + [b"yes", b"no", b' "', b"<think>", b"</think>", b"<eos>"]
 vocab = words + [b"<unused%d>" % i for i in range(70000 - len(words))]
 EOS, THINK, END_THINK = vocab.index(b"<eos>"), vocab.index(b"<think>"), vocab.index(b"</think>")
-specials = [EOS, THINK, END_THINK] + list(range(len(words), len(vocab)))
+specials = [EOS, THINK, END_THINK, *range(len(words), len(vocab))]
 tok = lg.TokenizerInfo.from_vocab(vocab, eos_token_id=EOS, special_token_ids=specials)
 
 compiler = lg.GrammarCompiler(tok)

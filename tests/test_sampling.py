@@ -20,9 +20,9 @@ def brute_filter(p, k, top_p, min_p):
     order = sorted(range(len(p)), key=lambda i: (-p[i], i))
     keep = order[: k if 0 < k < len(p) else len(p)]
     if top_p < 1:
-        kept, mass = [], 0.0
+        kept, mass, total = [], 0.0, sum(p)
         for i in keep:
-            if mass < top_p * sum(p):
+            if mass < top_p * total:
                 kept.append(i)
             mass += p[i]
         keep = kept
@@ -40,6 +40,24 @@ def test_filter_matches_definition(p, k, top_p, min_p):
     arr = np.asarray([p], dtype=np.float64)
     got = filter_probs(arr, top_k=[k], top_p=[top_p], min_p=[min_p])[0]
     np.testing.assert_allclose(got, brute_filter(p, k, top_p, min_p), atol=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(p=st.lists(st.sampled_from([0.0, 0.125, 0.25, 0.5, 1.0]), min_size=1, max_size=40).filter(lambda x: sum(x) > 0),
+       k=st.integers(0, 45), top_p=st.floats(0.01, 1.0), min_p=st.floats(0.0, 1.0))
+def test_filter_ties_keep_lowest_ids(p, k, top_p, min_p):
+    arr = np.asarray([p], dtype=np.float32)
+    got = filter_probs(arr, top_k=[k], top_p=[top_p], min_p=[min_p])[0]
+    np.testing.assert_allclose(got, brute_filter(p, k, top_p, min_p), atol=1e-6)
+
+
+def test_large_vocab_ties_top_k_and_top_p():
+    rng = np.random.default_rng(3)
+    p = rng.integers(1, 6, 20_000).astype(np.float64)   # five values, thousands of ties each
+    p /= p.sum()
+    for k, top_p in [(3000, 1.0), (0, 0.5), (5000, 0.3), (100, 0.99)]:
+        got = filter_probs(p[None], top_k=[k], top_p=[top_p])[0]
+        np.testing.assert_allclose(got, brute_filter(p.tolist(), k, top_p, 0.0), atol=1e-12)
 
 
 def test_top_p_beyond_partial_candidates():

@@ -48,36 +48,51 @@ def _row_params(values: Sequence[float] | float | None, batch: int, default: flo
     return arr
 
 
+def _kept_count(p: np.ndarray, k: int, top_p: float, total: float) -> tuple[int, np.ndarray]:
+    """How many of the most likely tokens top-k/top-p keep, and the values in descending order.
+
+    Only values are sorted (fast, unstable): which of several equal values are kept is decided
+    afterwards by index, so the result is deterministic.
+    """
+    vocab = p.shape[0]
+    if top_p >= 1.0:
+        return k, -np.partition(-p, k - 1)[:k]
+    m = min(k, _PARTIAL)
+    top = p if m >= vocab else -np.partition(-p, m - 1)[:m]
+    vals = -np.sort(-top)
+    if m < k and m < vocab and float(vals.sum(dtype=np.float64)) < top_p * total:
+        vals = -np.sort(-p)  # the candidates hold too little mass: sort everything
+    before = np.cumsum(vals, dtype=np.float64) - vals
+    return min(k, int(np.searchsorted(before, top_p * total, side="left"))), vals
+
+
 def _filter_row(p: np.ndarray, k: int, top_p: float, min_p: float) -> np.ndarray:
     vocab = p.shape[0]
     if k <= 0 or k > vocab:
         k = vocab
     if k == vocab and top_p >= 1.0 and min_p <= 0.0:
         return p
-    m = min(k, _PARTIAL) if top_p < 1.0 or k < vocab else vocab
-    if m < vocab:
-        cand = np.argpartition(-p, m - 1)[:m]
+    total = float(p.sum(dtype=np.float64))
+    if not total > 0:
+        return p
+    if k < vocab or top_p < 1.0:
+        count, vals = _kept_count(p, k, top_p, total)
+        tau = vals[count - 1]
+        keep = p > tau
+        ties = np.flatnonzero(p == tau)[: count - int(np.count_nonzero(keep))]
+        keep[ties] = True  # equal values: the lowest ids first
     else:
-        cand = np.arange(vocab)
-    cand = cand[np.lexsort((cand, -p[cand]))]
-    total = float(p.sum())
-    if top_p < 1.0:
-        before = np.cumsum(p[cand]) - p[cand]
-        if m < k and before[-1] + p[cand[-1]] < top_p * total:  # not enough mass among the candidates
-            cand = np.lexsort((np.arange(vocab), -p))[:k]
-            before = np.cumsum(p[cand]) - p[cand]
-        cand = cand[before < top_p * total]
-    cand = cand[:k]
-    if min_p > 0.0 and cand.size:
-        cand = cand[p[cand] >= min_p * p[cand[0]]]
-    out = np.zeros_like(p)
-    out[cand] = p[cand]
-    return out
+        keep = np.ones(vocab, dtype=bool)
+    if min_p > 0.0:
+        keep &= p >= min_p * p.max()
+    return np.where(keep, p, 0).astype(p.dtype, copy=False)
 
 
 def filter_probs(probs: np.ndarray, *, top_k: Any = None, top_p: Any = None, min_p: Any = None) -> np.ndarray:
     """Apply per-row top-k / top-p / min-p to probabilities ``[batch, vocab]``; rows renormalized."""
-    probs = np.asarray(probs, dtype=np.float64)
+    probs = np.asarray(probs)
+    if probs.dtype not in (np.float32, np.float64):
+        probs = probs.astype(np.float64)
     batch = probs.shape[0]
     ks = _row_params(top_k, batch, 0, "top_k").astype(np.int64)
     ps = _row_params(top_p, batch, 1.0, "top_p")
@@ -89,7 +104,7 @@ def filter_probs(probs: np.ndarray, *, top_k: Any = None, top_p: Any = None, min
     out = np.empty_like(probs)
     for r in range(batch):
         row = _filter_row(probs[r], int(ks[r]), float(ps[r]), float(mins[r]))
-        s = row.sum()
+        s = row.sum(dtype=np.float64)
         out[r] = row / s if s > 0 else row
     return out
 
@@ -101,17 +116,13 @@ def sample_from_probs(probs: Any, generators: Sequence[np.random.Generator | Non
     probs = np.asarray(probs)
     out = np.empty(probs.shape[0], np.int64)
     for r in range(probs.shape[0]):
-        c = np.cumsum(probs[r], dtype=np.float64)
-        total = c[-1]
-        if not total > 0:
+        nz = np.flatnonzero(probs[r] > 0)  # zero-probability tokens can never be drawn
+        if nz.size == 0:
             raise SamplingError(f"row {r}: every token is masked, nothing can be sampled")
+        c = np.cumsum(probs[r, nz], dtype=np.float64)
         g = generators[r] if generators[r] is not None else np.random.default_rng()
-        u = g.random() * total
-        i = int(np.searchsorted(c, u, side="right"))
-        i = min(i, probs.shape[1] - 1)
-        while probs[r, i] <= 0:  # u landed on a boundary next to zero-probability tokens
-            i -= 1
-        out[r] = i
+        u = g.random() * c[-1]
+        out[r] = nz[min(int(np.searchsorted(c, u, side="right")), nz.size - 1)]
     return out
 
 
