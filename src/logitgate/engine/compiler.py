@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import GrammarError
 from ..grammar.ir import Grammar
-from .masks import MaskStore, StateMask, WalkScratch, compute_state_mask, resolve_context
+from .masks import MaskStore, StateMask, WalkScratch, compute_state_mask, resolve_context, warm_kernels
 from .rtn import RTN, CompileLimits, compile_rtn
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -214,7 +214,9 @@ class GrammarCompiler:
         from ..grammar.ir import Ref, alt, byteset, lit, repeat, seq
         from .matcher import GrammarMatcher
 
-        _ = self._runtime.slices
+        rt = self._runtime
+        _ = rt.slices
+        warm_kernels(rt.num_words, rt.trie.tok_ids)
         item = alt(repeat(byteset((0x30, 0x39)), 1, None), Ref("root"))
         tiny = Grammar({"root": seq(lit("["), repeat(seq(item, repeat(seq(lit(","), item))), 0, 1), lit("]"))})
         m = GrammarMatcher(self._compile(tiny), max_rollback_tokens=4)
@@ -224,6 +226,7 @@ class GrammarCompiler:
             if tid is None or not m.accept_token(tid):
                 break
         m.get_next_token_ids()
+        m.find_jump_forward_string()
         m.validate_tokens([])
         if m.fork() is not None and m._history:
             m.rollback(1)

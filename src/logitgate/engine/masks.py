@@ -26,7 +26,8 @@ from ..errors import LimitExceededError
 from . import _walk
 from .slices import slice_contained
 
-__all__ = ["MaskStore", "StateMask", "TokenSetKind", "WalkScratch", "compute_state_mask", "resolve_context"]
+__all__ = ["MaskStore", "StateMask", "TokenSetKind", "WalkScratch", "compute_state_mask", "resolve_context",
+           "warm_kernels"]
 
 CONFIG_CAP = 256  # max stacks in one configuration (ambiguity bound)
 ARENA_CAP = 1 << 16
@@ -251,6 +252,20 @@ def resolve_context(state_mask: StateMask, parent: int, rtn, slices, pool, scrat
 
 
 _NO_EXITS = np.zeros(0, dtype=np.int32)
+
+
+def warm_kernels(num_words: int, trie_ids: np.ndarray) -> None:
+    """Call every token-set kernel once, so numba loads them now rather than on a first mask."""
+    row = np.zeros(num_words, dtype=np.int32)
+    base = np.full(num_words, -1, dtype=np.int32)
+    ids = np.asarray(trie_ids[:1], dtype=np.int32)
+    for kind in (TokenSetKind.BITSET, TokenSetKind.ACCEPTED, TokenSetKind.REJECTED):
+        for overwrite in (True, False):
+            _write_set(row, kind, row if kind == TokenSetKind.BITSET else ids, overwrite, base)
+    row[:] = 0
+    _popcount_row(row)
+    _row_to_ids(row, 0)  # the limit is the popcount: 0 bits set
+    _rejected_ids(row, ids, ids.shape[0])
 
 
 class MaskStore:
