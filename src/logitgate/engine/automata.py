@@ -245,6 +245,18 @@ def determinize(nfa: NFA, start: int, end: int, max_states: int = 100_000) -> DF
     trans: list[list[int]] = []
     final: list[bool] = []
     calls: list[dict[int, int]] = []
+
+    def intern(states: set[int]) -> int:
+        T = nfa.closure(states)
+        j = ids.get(T)
+        if j is None:
+            j = len(order)
+            if j >= max_states:
+                raise LimitExceededError(f"grammar automaton exceeds {max_states} DFA states", limit="max_dfa_states")
+            ids[T] = j
+            order.append(T)
+        return j
+
     i = 0
     while i < len(order):
         S = order[i]
@@ -265,30 +277,8 @@ def determinize(nfa: NFA, start: int, end: int, max_states: int = 100_000) -> DF
         for c in range(ncls):
             tgt = per_class[c]
             if tgt:
-                T = nfa.closure(tgt)
-                j = ids.get(T)
-                if j is None:
-                    j = len(order)
-                    if j >= max_states:
-                        raise LimitExceededError(
-                            f"grammar automaton exceeds {max_states} DFA states", limit="max_dfa_states"
-                        )
-                    ids[T] = j
-                    order.append(T)
-                row[c] = j
-        crow: dict[int, int] = {}
-        for r in sorted(per_call):
-            T = nfa.closure(per_call[r])
-            j = ids.get(T)
-            if j is None:
-                j = len(order)
-                if j >= max_states:
-                    raise LimitExceededError(
-                        f"grammar automaton exceeds {max_states} DFA states", limit="max_dfa_states"
-                    )
-                ids[T] = j
-                order.append(T)
-            crow[r] = j
+                row[c] = intern(tgt)
+        crow = {r: intern(per_call[r]) for r in sorted(per_call)}
         trans.append(row)
         final.append(end in S)
         calls.append(crow)
