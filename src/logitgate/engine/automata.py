@@ -239,7 +239,27 @@ def determinize(nfa: NFA, start: int, end: int, max_states: int = 100_000) -> DF
     for m in masks:
         cover[m] = [i for i, c in enumerate(classes) if c & m]
     ncls = len(classes)
-    s0 = nfa.closure({start})
+    # DFA states are sets of *important* NFA states (with byte or call edges, or ``end``):
+    # the epsilon-only states in a closure never change what happens next.
+    edges, ncalls = nfa.edges, nfa.calls
+    single: dict[int, frozenset[int]] = {}
+
+    def closure_of(q: int) -> frozenset[int]:
+        c = single.get(q)
+        if c is None:
+            c = frozenset(x for x in nfa.closure((q,)) if edges[x] or ncalls[x] or x == end)
+            single[q] = c
+        return c
+
+    def closure(states: set[int]) -> frozenset[int]:
+        if len(states) == 1:
+            return closure_of(next(iter(states)))
+        out: set[int] = set()
+        for q in states:
+            out |= closure_of(q)
+        return frozenset(out)
+
+    s0 = closure({start})
     ids: dict[frozenset[int], int] = {s0: 0}
     order = [s0]
     trans: list[list[int]] = []
@@ -247,7 +267,7 @@ def determinize(nfa: NFA, start: int, end: int, max_states: int = 100_000) -> DF
     calls: list[dict[int, int]] = []
 
     def intern(states: set[int]) -> int:
-        T = nfa.closure(states)
+        T = closure(states)
         j = ids.get(T)
         if j is None:
             j = len(order)
@@ -264,14 +284,14 @@ def determinize(nfa: NFA, start: int, end: int, max_states: int = 100_000) -> DF
         per_class: list[set[int] | None] = [None] * ncls
         per_call: dict[int, set[int]] = {}
         for q in S:
-            for m, t in nfa.edges[q]:
+            for m, t in edges[q]:
                 for c in cover[m]:
                     tgt = per_class[c]
                     if tgt is None:
                         per_class[c] = {t}
                     else:
                         tgt.add(t)
-            for r, t in nfa.calls[q]:
+            for r, t in ncalls[q]:
                 per_call.setdefault(r, set()).add(t)
         row = [-1] * ncls
         for c in range(ncls):

@@ -234,6 +234,12 @@ def _norm_byteset(e: ByteSet) -> Expr:
     return ByteSet(ranges)
 
 
+# id(expr) -> (expr, its normal form). Builders normalize as they build, so the same
+# subtrees are normalized again and again; holding ``expr`` keeps its id from being reused.
+_NORMAL_FORMS: dict[int, tuple[Expr, Expr]] = {}
+_NORMAL_FORMS_CAP = 1 << 18
+
+
 def normalize(e: Expr) -> Expr:
     """Canonical form of an expression (language-preserving, idempotent).
 
@@ -243,6 +249,18 @@ def normalize(e: Expr) -> Expr:
     """
     if isinstance(e, Bytes | Ref):
         return e
+    hit = _NORMAL_FORMS.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    n = _normalize(e)
+    if len(_NORMAL_FORMS) >= _NORMAL_FORMS_CAP:
+        _NORMAL_FORMS.clear()
+    _NORMAL_FORMS[id(e)] = (e, n)
+    _NORMAL_FORMS[id(n)] = (n, n)
+    return n
+
+
+def _normalize(e: Expr) -> Expr:
     if isinstance(e, ByteSet):
         return _norm_byteset(e)
     if isinstance(e, Seq):
