@@ -56,3 +56,19 @@ def test_version_and_bench_help(capsys):
     with pytest.raises(SystemExit):
         main(["bench", "maskbench", "--help"])
     assert "--engines" in capsys.readouterr().out
+
+
+def test_maskbench_reference_counts(tmp_path, capsys):
+    """A made-up MaskBench folder: one refused schema, one whose instances are decided."""
+    ok = {"schema": {"type": "object", "properties": {"n": {"type": "integer", "maximum": 5}}, "required": ["n"]},
+          "tests": [{"data": {"n": 3}, "valid": True}, {"data": {"n": 9}, "valid": False},
+                    {"data": {}, "valid": False}]}
+    refused = {"schema": {"type": "string", "format": "no-such-format"}, "tests": []}
+    (tmp_path / "a.json").write_text(json.dumps(ok))
+    (tmp_path / "b.json").write_text(json.dumps(refused))
+    assert main(["bench", "maskbench-reference", "--data-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "2 files, 1 convert (50.0%)" in out
+    assert "| format | 1 |" in out
+    assert "| valid | 1 | 0 | 0 |" in out
+    assert "| invalid | 2 | 0 | 0 |" in out

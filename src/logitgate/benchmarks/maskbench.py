@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json-out", default=None, help="write per-file results to this JSON file")
 
 
-def _files(args: argparse.Namespace) -> list[Path]:
+def select_files(args: argparse.Namespace) -> list[Path]:
     if args.files:
         paths = sorted({Path(f) for pat in args.files for f in (glob.glob(pat) or [pat])})
     else:
@@ -54,7 +54,7 @@ def _files(args: argparse.Namespace) -> list[Path]:
     return paths
 
 
-def _progress(iterable, total: int, desc: str):
+def progress(iterable, total: int, desc: str):
     try:
         from tqdm import tqdm
     except ImportError:
@@ -109,13 +109,13 @@ def _plot(results: dict[str, list[dict]], path: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..tokenizer.bundled import bundled_encoding
 
-    paths = _files(args)
+    paths = select_files(args)
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     enc = bundled_encoding(args.tokenizer)
     procs = {e: EngineProcess(e, args.tokenizer) for e in engines}
     results: dict[str, list[dict]] = {e: [] for e in engines}
     try:
-        for path in _progress(paths, len(paths), "maskbench"):
+        for path in progress(paths, len(paths), "maskbench"):
             spec = json.loads(Path(path).read_text())
             tests = [{"ids": enc.encode(json.dumps(t["data"], indent=None, ensure_ascii=False), disallowed_special=()),
                       "valid": bool(t["valid"])} for t in spec.get("tests", [])]

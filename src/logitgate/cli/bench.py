@@ -13,6 +13,8 @@ SUITES: dict[str, tuple[str, str]] = {
     "schema-suite": ("schema_suite", "JSON-Schema-Test-Suite cases: passed / failed / refused per file"),
     "tree-decode": ("tree_decode", "tree-decode prefix maps: 1M-prefix config load time, memory, per-step cost"),
     "maskbench": ("maskbench", "the MaskBench protocol on JSON schemas, engines side by side"),
+    "maskbench-reference": ("maskbench_reference",
+                            "MaskBench schemas: share that converts; test instances decided by the reference recognizer"),
 }
 
 

@@ -6,12 +6,20 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["as_index_array", "check_logits_2d", "check_range", "is_torch", "wants_triton"]
+__all__ = ["as_index_array", "check_logits_2d", "check_range", "cpu_numpy_view", "is_torch", "wants_triton"]
 
 
 def is_torch(x: Any) -> bool:
     """True for a torch tensor (without importing torch)."""
     return type(x).__module__.startswith("torch") and hasattr(x, "device")
+
+
+def cpu_numpy_view(x: Any) -> np.ndarray | None:
+    """A numpy view sharing memory with a float32/float64 CPU tensor (the numba kernels
+    then work on it in place, without torch's per-op overhead); None for anything else."""
+    if not is_torch(x) or x.device.type != "cpu" or str(x.dtype) not in ("torch.float32", "torch.float64"):
+        return None
+    return x.detach().numpy()
 
 
 def check_logits_2d(logits: Any, fn: str) -> tuple[int, int]:

@@ -17,7 +17,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ._arrays import as_index_array, check_logits_2d, check_range, is_torch, wants_triton
+from ._arrays import as_index_array, check_logits_2d, check_range, cpu_numpy_view, is_torch, wants_triton
 
 __all__ = ["apply_logit_bias_inplace"]
 
@@ -36,6 +36,11 @@ def apply_logit_bias_inplace(logits: Any, pos2seq_id: Any, token_ids: Any, logit
     toks = as_index_array(token_ids, "token_ids", fn, rows.shape[0])
     check_range(rows, batch, "pos2seq_id", fn)
     check_range(toks, vocab, "token_ids", fn)
+    view = cpu_numpy_view(logits)
+    if view is not None:
+        logits = view
+        if is_torch(logit_bias):
+            logit_bias = logit_bias.detach().cpu().numpy()
     if is_torch(logits):
         import torch
 

@@ -22,7 +22,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ._arrays import as_index_array, check_logits_2d, check_range, is_torch, wants_triton
+from ._arrays import as_index_array, check_logits_2d, check_range, cpu_numpy_view, is_torch, wants_triton
 
 __all__ = ["apply_penalty_inplace"]
 
@@ -53,6 +53,11 @@ def apply_penalty_inplace(logits: Any, seq_ids: Any, pos2seq_id: Any, token_ids:
     check_range(seqs, batch, "seq_ids", fn)
     check_range(pos, seqs.shape[0], "pos2seq_id", fn)
     check_range(toks, vocab, "token_ids", fn)
+    view = cpu_numpy_view(logits)
+    if view is not None:
+        logits = view
+        if is_torch(penalties):
+            penalties = penalties.detach().cpu().numpy()
     if is_torch(logits):
         import torch
 
