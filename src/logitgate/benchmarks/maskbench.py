@@ -28,14 +28,19 @@ STATUSES = ("pass", "compile_error", "crash", "timeout", "validation_error", "in
 DEFAULT_DATA = Path("..") / "shared" / "data" / "maskbench"
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engines", default="logitgate,llguidance,xgrammar",
-                   help="comma-separated engines (logitgate, llguidance, xgrammar)")
+def add_file_arguments(p: argparse.ArgumentParser, sample_help: str = "random sample of N files") -> None:
+    """``--files``, ``--data-dir``, ``--sample``, ``--seed``: which MaskBench files (see :func:`select_files`)."""
     p.add_argument("--files", nargs="*", default=None,
                    help=f"MaskBench JSON files or globs (default: {DEFAULT_DATA}/*.json)")
     p.add_argument("--data-dir", default=str(DEFAULT_DATA), help="folder of MaskBench files")
-    p.add_argument("--sample", type=int, default=None, help="random sample of N files")
+    p.add_argument("--sample", type=int, default=None, help=sample_help)
     p.add_argument("--seed", type=int, default=0, help="seed of the file sample")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engines", default="logitgate,llguidance,xgrammar",
+                   help="comma-separated engines (logitgate, llguidance, xgrammar)")
+    add_file_arguments(p)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per schema per engine (compile + tests)")
     p.add_argument("--tokenizer", default="llama3", help="bundled tokenizer (MaskBench uses llama3)")
     p.add_argument("--plot", default=None, help="write a CDF plot of TBM and TTFM to this PNG")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import LimitExceededError, SchemaError, UnsupportedFeatureError
 from ..grammar.json_schema import json_schema_grammar
-from .maskbench import DEFAULT_DATA, progress, select_files
+from .maskbench import add_file_arguments, progress, select_files
 from .schema_suite import find_accepted
 from .stats import markdown_table
 
@@ -51,11 +51,7 @@ def _time_limit(seconds: float):
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--files", nargs="*", default=None,
-                   help=f"MaskBench JSON files or globs (default: {DEFAULT_DATA}/*.json)")
-    p.add_argument("--data-dir", default=str(DEFAULT_DATA), help="folder of MaskBench files")
-    p.add_argument("--sample", type=int, default=None, help="random sample of N files for the instance checks")
-    p.add_argument("--seed", type=int, default=0, help="seed of the file sample")
+    add_file_arguments(p, "random sample of N files for the instance checks (all files are converted)")
     p.add_argument("--instance-timeout", type=float, default=5.0, help="seconds per instance (0 = none)")
     p.add_argument("--show", action="store_true", help="list every wrong decision and refusal reason")
 
