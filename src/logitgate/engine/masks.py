@@ -24,7 +24,7 @@ from numba import njit
 
 from ..errors import LimitExceededError
 from . import _walk
-from .slices import slice_contained
+from .slices import slice_contained, survival_depth
 
 __all__ = ["MaskStore", "StateMask", "TokenSetKind", "WalkScratch", "compute_state_mask", "resolve_context",
            "warm_kernels"]
@@ -192,16 +192,15 @@ def compute_state_mask(state: int, rtn, slices, trie_ids: np.ndarray, scratch: W
     row = scratch.row
     row[:] = 0
     exits = []
-    covered: dict[int, bool] = {}
+    depths: dict[int, float] = {}  # per cover automaton: the state's survival depth
     for sl in slices:
         inside = False
-        if sl.dfa is not None:
-            if sl.cover is not None:
-                key = id(sl.cover)
-                if key not in covered:
-                    covered[key] = slice_contained(sl.cover, state, rtn)
-                inside = covered[key]
-            inside = inside or slice_contained(sl.dfa, state, rtn)
+        if sl.cover is not None:
+            key = id(sl.cover)
+            if key not in depths:
+                limit = max((x.max_chars for x in slices if x.cover is sl.cover and x.max_chars), default=0)
+                depths[key] = survival_depth(sl.cover, state, rtn, limit)
+            inside = slice_contained(sl, depths[key])
         if inside:
             row |= sl.bitset
             exits.append(_NO_EXITS)

@@ -9,14 +9,20 @@ trie and bitset. For a state whose language (within its rule frame) contains eve
 string of a slice — checked on the automata, exactly — the slice's bitset is OR-ed in
 and its trie is not walked; the other slices are walked as usual.
 
-The check is exact: a slice is used only if *every* string of the slice's regular
-language survives from the state by direct byte transitions, so every token in it is
-accepted.
+The check is exact: a slice is used only if *every* string of the slice's language
+survives from the state by direct byte transitions, so every token in it is accepted.
+Survival is prefix-closed, so one search answers for every slice at once: the *survival
+depth* of a state, the largest ``H`` such that every ``C``-string of at most ``H``
+characters survives, is the fewest complete characters before some byte dies
+(:func:`survival_depth`). ``C{lo,hi}`` is contained iff ``hi <= H``, ``C{31,}`` iff nothing
+ever dies. A bounded string (``maxLength``) with ``r`` characters left has ``H = r``.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +31,7 @@ from ..grammar.ir import Repeat, seq
 from ..grammar.utf8 import codepoint_ranges_expr
 from .automata import DFA, standalone_dfa
 
-__all__ = ["DEFAULT_SLICE_BOUNDS", "Slice", "build_slices", "slice_contained"]
+__all__ = ["DEFAULT_SLICE_BOUNDS", "Slice", "build_slices", "slice_contained", "survival_depth"]
 
 #: (min chars, max chars or None) of the default JSON-string slices
 DEFAULT_SLICE_BOUNDS: tuple[tuple[int, int | None], ...] = ((1, 10), (11, 30), (31, None))
@@ -36,24 +42,25 @@ _JSON_CHARS = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0x80, 0x10FFFF)]
 
 @dataclass
 class Slice:
-    """A set of tokens with its trie, bitset and defining automaton (None = remainder).
+    """A set of tokens with its trie and bitset.
 
-    ``cover`` is an automaton whose language contains this slice's (shared by the JSON
-    slices: ``C+``); if a state contains ``cover`` it contains the slice, which lets one
-    cheap check settle every slice at once.
+    ``cover`` (None for the remainder slice) is the automaton of ``C+``: the slice holds the
+    tokens that are ``C``-strings of ``min_chars``..``max_chars`` characters (``max_chars``
+    None = no upper bound).
     """
 
     name: str
-    dfa: DFA | None
+    cover: DFA | None
+    min_chars: int
+    max_chars: int | None
     token_ids: np.ndarray
     trie: object
     bitset: np.ndarray
-    cover: DFA | None = None
 
 
-def _slice_dfa(lo: int, hi: int | None) -> DFA:
+def _cover_dfa() -> DFA:
     ch = codepoint_ranges_expr(_JSON_CHARS)
-    return standalone_dfa(seq(Repeat(ch, lo, hi)), None, 10_000)
+    return standalone_dfa(seq(Repeat(ch, 1, None)), None, 10_000)
 
 
 def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int, make_trie,
@@ -71,7 +78,7 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
         except UnicodeDecodeError:
             texts[i] = None
     out: list[Slice] = []
-    cover = _slice_dfa(1, None)
+    cover = _cover_dfa()
     taken = np.zeros(len(token_bytes), dtype=bool)
     for lo, hi in bounds:
         ids = []
@@ -83,52 +90,85 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
                 ids.append(i)
         arr = np.array(ids, dtype=np.int32)
         taken[arr] = True
-        sl = _make(f"json{lo}-{hi or ''}", _slice_dfa(lo, hi), arr, token_bytes, num_words, make_trie)
-        sl.cover = cover
-        out.append(sl)
+        out.append(_make(f"json{lo}-{hi or ''}", cover, lo, hi, arr, token_bytes, num_words, make_trie))
     rest = np.array([i for i in remaining.tolist() if not taken[i]], dtype=np.int32)
-    out.append(_make("rest", None, rest, token_bytes, num_words, make_trie))
+    out.append(_make("rest", None, 0, None, rest, token_bytes, num_words, make_trie))
     return out
 
 
 _JSON_RUN = re.compile('[^"\\\\\x00-\x1f\x7f]+')
 
 
-def _make(name, dfa, ids, token_bytes, num_words, make_trie) -> Slice:
+def _make(name, cover, lo, hi, ids, token_bytes, num_words, make_trie) -> Slice:
     bits = np.zeros(num_words, dtype=np.int32)
     if ids.shape[0]:
         u = bits.view(np.uint32)
         np.bitwise_or.at(u, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
     trie = make_trie([token_bytes[i] for i in ids.tolist()], ids)
-    return Slice(name, dfa, ids, trie, bits)
+    return Slice(name, cover, lo, hi, ids, trie, bits)
 
 
-def slice_contained(slice_dfa: DFA, state: int, rtn, max_pairs: int = 4096) -> bool:
-    """True if every string of ``slice_dfa``'s language survives from ``state`` by byte steps."""
+def slice_contained(sl: Slice, depth: float) -> bool:
+    """Is every token of ``sl`` accepted by a state of survival depth ``depth``?"""
+    if sl.cover is None:
+        return False
+    return depth == math.inf if sl.max_chars is None else sl.max_chars <= depth
+
+
+def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 1024) -> float:
+    """The largest ``H`` such that every string of ``cover`` with at most ``H`` characters
+    survives from ``state`` by direct byte steps; ``math.inf`` if every string does.
+
+    A 0-1 breadth-first search over (cover state, grammar state) pairs ordered by characters
+    completed (``cover``'s final states end a character); the first dying byte found gives
+    ``H``. The search stops early with a smaller, still correct, answer: at ``limit``
+    characters (the longest bounded slice) or after ``max_pairs`` pairs.
+    """
     trans = rtn.trans
     ncls = rtn.num_classes
-    cmasks = rtn.class_masks
-    # for each slice edge mask, the grammar classes it touches (memoized)
-    touch: dict[int, list[int]] = {}
-    start = (slice_dfa.start, state)
-    seen = {start}
-    stack = [start]
-    while stack:
-        q, s = stack.pop()
-        for m, q2 in slice_dfa.edge_masks(q):
+    touch = _touch_cache(rtn)
+    edges = _edge_cache(cover)
+    final = cover.final
+    dist = {(cover.start, state): 0}
+    queue: deque[tuple[int, int, int]] = deque([(cover.start, state, 0)])
+    while queue:
+        q, s, d = queue.popleft()
+        if d > dist[(q, s)]:
+            continue  # reached more cheaply since it was queued
+        if d > limit:
+            return limit
+        base = s * ncls
+        for m, q2 in edges[q]:
             cls = touch.get(m)
             if cls is None:
-                cls = [c for c in range(ncls) if cmasks[c] & m]
+                cls = [c for c in range(ncls) if rtn.class_masks[c] & m]
                 touch[m] = cls
-            base = s * ncls
+            d2 = d + 1 if final[q2] else d
             for c in cls:
                 t = int(trans[base + c])
                 if t < 0:
-                    return False
-                pair = (q2, t)
-                if pair not in seen:
-                    if len(seen) >= max_pairs:
-                        return False
-                    seen.add(pair)
-                    stack.append(pair)
-    return True
+                    return d
+                if d2 < dist.get((q2, t), limit + 2):
+                    if len(dist) >= max_pairs:
+                        return d
+                    dist[(q2, t)] = d2
+                    if d2 == d:
+                        queue.appendleft((q2, t, d2))
+                    else:
+                        queue.append((q2, t, d2))
+    return math.inf
+
+
+def _touch_cache(rtn) -> dict[int, list[int]]:
+    """Per grammar: byte mask -> the grammar's byte classes it touches."""
+    cache = rtn.__dict__.get("_slice_touch")
+    if cache is None:
+        cache = rtn.__dict__.setdefault("_slice_touch", {})
+    return cache
+
+
+def _edge_cache(dfa: DFA) -> list[list[tuple[int, int]]]:
+    cache = dfa.__dict__.get("_edge_list")
+    if cache is None:
+        cache = dfa.__dict__.setdefault("_edge_list", [dfa.edge_masks(q) for q in range(dfa.num_states)])
+    return cache

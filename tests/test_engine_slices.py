@@ -1,0 +1,98 @@
+"""Vocabulary slices: a state's mask is the same with slices as with one plain walk of the whole trie.
+
+The slices let compute_state_mask OR in whole token sets instead of walking them; a slice may be
+used only when every one of its tokens is accepted. These tests compare, on the real Llama-3
+vocabulary, the context-independent part of masks computed both ways at many states (bounded and
+unbounded strings, patterns, keys, numbers), and check the survival depth of bounded strings.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import logitgate as lg
+from logitgate.engine.masks import compute_state_mask
+from logitgate.engine.slices import Slice, survival_depth
+from logitgate.tokenizer.bundled import bundled_available, load_bundled
+
+pytestmark = pytest.mark.skipif(not bundled_available("llama3"), reason="needs quicktok-v1 (test extra)")
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    return lg.GrammarCompiler(load_bundled("llama3"))
+
+
+def _ids(mask, runtime) -> set[int]:
+    row = np.zeros(runtime.num_words, dtype=np.int32)
+    mask.write(row, True, runtime.base_row)
+    bits = np.unpackbits(row.view(np.uint8), bitorder="little")
+    return set(np.flatnonzero(bits).tolist())
+
+
+def _whole_trie_slice(runtime) -> Slice:
+    ids = runtime.trie.tok_ids
+    bits = runtime.base_row.copy()
+    return Slice("all", None, 0, None, ids, runtime.trie, bits)
+
+
+SCHEMAS = [
+    {"type": "string", "maxLength": 12},
+    {"type": "string", "minLength": 3, "maxLength": 40},
+    {"type": "string"},
+    {"type": "string", "pattern": "^[a-z]{2,5}-[0-9]+$"},
+    {"type": "string", "format": "email"},
+    {"type": "object", "properties": {"name": {"type": "string", "maxLength": 25}}, "required": ["name"]},
+    {"type": "object", "additionalProperties": {"type": "integer"}},
+    {"type": "array", "items": {"enum": ["alpha", "beta", "gamma delta"]}},
+]
+TEXTS = ['"abcdefghij"', '"abcdefghijklmnopqrstuvwxyz0123456789ab"', '"hello, world \\u00e9 ok"', '"ab-123"',
+         '"x.y@example.com"', '{"name": "Ada Lovelace the first"}', '{"k": 1, "other key": 22}',
+         '["alpha", "gamma delta"]']
+
+
+@pytest.mark.parametrize("k", range(len(SCHEMAS)))
+def test_masks_with_slices_equal_whole_trie_walks(compiler, k):
+    cg = compiler.compile_json_schema(SCHEMAS[k])
+    rt = cg._runtime
+    whole = [_whole_trie_slice(rt)]
+    m = lg.GrammarMatcher(cg)
+    text = TEXTS[k].encode()
+    checked = 0
+    for i in range(len(text) + 1):
+        for s in {int(x) for x in m._top}:
+            fast = compute_state_mask(s, cg.rtn, rt.slices, rt.trie.tok_ids, rt.scratch())
+            plain = compute_state_mask(s, cg.rtn, whole, rt.trie.tok_ids, rt.scratch())
+            assert _ids(fast, rt) == _ids(plain, rt), (SCHEMAS[k], text[:i])
+            assert fast.has_exits == plain.has_exits
+            checked += 1
+        if i < len(text):
+            assert m.accept_string(text[i:i + 1])
+    assert checked >= len(text)
+
+
+@pytest.mark.parametrize("max_len", [0, 1, 5, 10, 11, 29, 30, 31, 100])
+def test_survival_depth_of_bounded_strings(compiler, max_len):
+    cg = compiler.compile_json_schema({"type": "string", "maxLength": max_len})
+    cover = next(sl.cover for sl in cg._runtime.slices if sl.cover is not None)
+    m = lg.GrammarMatcher(cg)
+    assert m.accept_string('"')
+    for used in range(min(max_len, 35) + 1):
+        (state,) = {int(x) for x in m._top}
+        h = survival_depth(cover, state, cg.rtn, limit=30)
+        left = max_len - used
+        assert h == (left if left <= 30 else 30), (max_len, used, h)
+        if used < max_len:
+            assert m.accept_string("é" if used % 2 else "a")  # one character, one or two bytes
+
+
+def test_unbounded_string_survives_everything(compiler):
+    cg = compiler.compile_json_schema({"type": "string"})
+    cover = next(sl.cover for sl in cg._runtime.slices if sl.cover is not None)
+    m = lg.GrammarMatcher(cg)
+    assert m.accept_string('"ab')
+    (state,) = {int(x) for x in m._top}
+    assert survival_depth(cover, state, cg.rtn, limit=30) == math.inf
