@@ -48,10 +48,13 @@ SCHEMAS = [
     {"type": "object", "properties": {"name": {"type": "string", "maxLength": 25}}, "required": ["name"]},
     {"type": "object", "additionalProperties": {"type": "integer"}},
     {"type": "array", "items": {"enum": ["alpha", "beta", "gamma delta"]}},
+    {"type": "object", "properties": {"id": {"type": "string"}, "email": {"type": ["string", "null"]}}},
+    {"type": "object", "patternProperties": {"^x-": {"type": "string", "maxLength": 8}},
+     "additionalProperties": False},
 ]
 TEXTS = ['"abcdefghij"', '"abcdefghijklmnopqrstuvwxyz0123456789ab"', '"hello, world \\u00e9 ok"', '"ab-123"',
          '"x.y@example.com"', '{"name": "Ada Lovelace the first"}', '{"k": 1, "other key": 22}',
-         '["alpha", "gamma delta"]']
+         '["alpha", "gamma delta"]', '{"id": "7", "email": null, "idx": "q"}', '{"x-one": "abc", "x-": ""}']
 
 
 @pytest.mark.parametrize("k", range(len(SCHEMAS)))

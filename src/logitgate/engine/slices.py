@@ -117,46 +117,66 @@ def slice_contained(sl: Slice, depth: float) -> bool:
 
 def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 1024) -> float:
     """The largest ``H`` such that every string of ``cover`` with at most ``H`` characters
-    survives from ``state`` by direct byte steps; ``math.inf`` if every string does.
+    survives from ``state`` by byte steps inside its frame; ``math.inf`` if every string does.
 
-    A 0-1 breadth-first search over (cover state, grammar state) pairs ordered by characters
-    completed (``cover``'s final states end a character); the first dying byte found gives
-    ``H``. The search stops early with a smaller, still correct, answer: at ``limit``
-    characters (the longest bounded slice) or after ``max_pairs`` pairs.
+    A byte step follows a transition or enters a rule through a call chain (an object key
+    may be a declared name or a shared "other key" rule); the grammar side of the search is
+    the *set* of states reachable so far, so no alternative is missed. Leaving the frame
+    (pops) is not followed, which can only make ``H`` smaller: safe. A 0-1 breadth-first
+    search over (cover state, state set) pairs ordered by characters completed (``cover``'s
+    final states end a character); the first dying byte found gives ``H``. The search stops
+    early with a smaller, still correct, answer at ``limit`` characters (the longest bounded
+    slice) or after ``max_pairs`` pairs.
     """
-    trans = rtn.trans
-    ncls = rtn.num_classes
     touch = _touch_cache(rtn)
     edges = _edge_cache(cover)
     final = cover.final
-    dist = {(cover.start, state): 0}
-    queue: deque[tuple[int, int, int]] = deque([(cover.start, state, 0)])
+    start = (cover.start, (state,))
+    dist = {start: 0}
+    queue: deque[tuple[tuple[int, tuple[int, ...]], int]] = deque([(start, 0)])
     while queue:
-        q, s, d = queue.popleft()
-        if d > dist[(q, s)]:
+        key, d = queue.popleft()
+        if d > dist[key]:
             continue  # reached more cheaply since it was queued
         if d > limit:
             return limit
-        base = s * ncls
+        q, states = key
         for m, q2 in edges[q]:
             cls = touch.get(m)
             if cls is None:
-                cls = [c for c in range(ncls) if rtn.class_masks[c] & m]
+                cls = [c for c in range(rtn.num_classes) if rtn.class_masks[c] & m]
                 touch[m] = cls
             d2 = d + 1 if final[q2] else d
             for c in cls:
-                t = int(trans[base + c])
-                if t < 0:
+                nxt = _step_set(rtn, states, c)
+                if not nxt:
                     return d
-                if d2 < dist.get((q2, t), limit + 2):
+                key2 = (q2, nxt)
+                if d2 < dist.get(key2, math.inf):
                     if len(dist) >= max_pairs:
                         return d
-                    dist[(q2, t)] = d2
+                    dist[key2] = d2
                     if d2 == d:
-                        queue.appendleft((q2, t, d2))
+                        queue.appendleft((key2, d2))
                     else:
-                        queue.append((q2, t, d2))
+                        queue.append((key2, d2))
     return math.inf
+
+
+def _step_set(rtn, states: tuple[int, ...], c: int) -> tuple[int, ...]:
+    """States (a sorted tuple) reached from ``states`` on byte class ``c`` by a transition or a call chain."""
+    ncls = rtn.num_classes
+    trans, ptr, target = rtn.trans, rtn.chain_ptr, rtn.chain_target
+    out = set()
+    for s in states:
+        t = int(trans[s * ncls + c])
+        if t >= 0:
+            out.add(t)
+        for j in range(int(ptr[s]), int(ptr[s + 1])):
+            t = int(trans[int(target[j]) * ncls + c])
+            if t >= 0:
+                out.add(t)
+    return tuple(sorted(out))
 
 
 def _touch_cache(rtn) -> dict[int, list[int]]:
