@@ -4,7 +4,9 @@ For every MaskBench file: does the schema convert (or is it refused, and for whi
 keyword)? For the converted ones, the reference recognizer decides each test instance,
 with a time limit per instance: a valid instance must have *some* key order the grammar
 accepts (the grammar fixes the declared order), an invalid one must have none — the
-semantics of ``logitgate bench schema-suite``. Exactness, not speed, is measured here.
+semantics of ``logitgate bench schema-suite``. Exactness, not speed, is measured here;
+instances the pure-Python recognizer cannot decide in time (or within Python's recursion
+limit, for deeply nested documents) are counted apart.
 
     logitgate bench maskbench-reference --sample 500 --instance-timeout 5
 """
@@ -108,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
           f"(time limit {args.instance_timeout:g} s per instance; any key order):\n")
     rows = [[kind, counts[f"{kind} right"], counts[f"{kind} wrong"], counts[f"{kind} timeout"]]
             for kind in ("valid", "invalid")]
-    print(markdown_table(["instances", "decided right", "decided wrong", "hit the time limit"], rows))
+    print(markdown_table(["instances", "decided right", "decided wrong", "undecided (time or recursion limit)"], rows))
     if wrong:
         print("\nwrong decisions:")
         for w in wrong if args.show else wrong[:20]:

@@ -10,7 +10,8 @@ string of a slice — checked on the automata, exactly — the slice's bitset is
 and its trie is not walked; the other slices are walked as usual.
 
 The check is exact: a slice is used only if *every* string of the slice's language
-survives from the state by direct byte transitions, so every token in it is accepted.
+survives from the state by byte steps inside its rule frame (transitions, or entering a
+rule through a call chain), so every token in it is accepted.
 Survival is prefix-closed, so one search answers for every slice at once: the *survival
 depth* of a state, the largest ``H`` such that every ``C``-string of at most ``H``
 characters survives, is the fewest complete characters before some byte dies
