@@ -131,6 +131,7 @@ def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 102
     """
     touch = _touch_cache(rtn)
     edges = _edge_cache(cover)
+    rows = _successor_rows(rtn)
     final = cover.final
     start = (cover.start, (state,))
     dist = {start: 0}
@@ -148,10 +149,11 @@ def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 102
                 cls = [c for c in range(rtn.num_classes) if rtn.class_masks[c] & m]
                 touch[m] = cls
             d2 = d + 1 if final[q2] else d
-            for c in cls:
-                nxt = _step_set(rtn, states, c)
-                if not nxt:
-                    return d
+            row = _set_row(rtn, rows, states)
+            succs = {row[c] for c in cls}
+            if () in succs:
+                return d
+            for nxt in succs:
                 key2 = (q2, nxt)
                 if d2 < dist.get(key2, math.inf):
                     if len(dist) >= max_pairs:
@@ -164,20 +166,46 @@ def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 102
     return math.inf
 
 
-def _step_set(rtn, states: tuple[int, ...], c: int) -> tuple[int, ...]:
-    """States (a sorted tuple) reached from ``states`` on byte class ``c`` by a transition or a call chain."""
-    ncls = rtn.num_classes
-    trans, ptr, target = rtn.trans, rtn.chain_ptr, rtn.chain_target
-    out = set()
-    for s in states:
-        t = int(trans[s * ncls + c])
-        if t >= 0:
-            out.add(t)
-        for j in range(int(ptr[s]), int(ptr[s + 1])):
-            t = int(trans[int(target[j]) * ncls + c])
-            if t >= 0:
-                out.add(t)
-    return tuple(sorted(out))
+def _set_row(rtn, rows: dict, states: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Per byte class: the sorted states a set of states reaches (cached per set)."""
+    if len(states) == 1:
+        return _row(rtn, rows, states[0])
+    row = rows.get(states)
+    if row is None:
+        parts = [_row(rtn, rows, s) for s in states]
+        row = [tuple(sorted(set().union(*col))) for col in zip(*parts)]
+        rows[states] = row
+    return row
+
+
+def _successor_rows(rtn) -> dict:
+    """Per grammar: state (or sorted tuple of states) -> its successors per byte class.
+
+    Bounded: emptied when it holds more than ``_ROWS_CAP`` entries."""
+    cache = rtn.__dict__.get("_slice_rows")
+    if cache is None or len(cache) > _ROWS_CAP:
+        cache = rtn.__dict__["_slice_rows"] = {}
+    return cache
+
+
+_ROWS_CAP = 20_000
+
+
+def _row(rtn, rows: dict, s: int) -> list[tuple[int, ...]]:
+    """Per byte class: the sorted states ``s`` reaches by its transition or a call chain (cached)."""
+    row = rows.get(s)
+    if row is None:
+        ncls = rtn.num_classes
+        direct = rtn.trans[s * ncls:(s + 1) * ncls]
+        chained = [rtn.trans[int(t) * ncls:(int(t) + 1) * ncls]
+                   for t in rtn.chain_target[int(rtn.chain_ptr[s]):int(rtn.chain_ptr[s + 1])]]
+        if not chained:
+            row = [(t,) if t >= 0 else () for t in direct.tolist()]
+        else:
+            cols = np.stack([direct, *chained]).T.tolist()
+            row = [tuple(sorted({t for t in col if t >= 0})) for col in cols]
+        rows[s] = row
+    return row
 
 
 def _touch_cache(rtn) -> dict[int, list[int]]:
