@@ -36,7 +36,7 @@ def _ids(mask, runtime) -> set[int]:
 def _whole_trie_slice(runtime) -> Slice:
     ids = runtime.trie.tok_ids
     bits = runtime.base_row.copy()
-    return Slice("all", None, 0, None, ids, runtime.trie, bits)
+    return Slice("all", None, None, ids, runtime.trie, bits)
 
 
 SCHEMAS = [

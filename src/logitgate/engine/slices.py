@@ -45,14 +45,13 @@ _JSON_CHARS = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0x80, 0x10FFFF)]
 class Slice:
     """A set of tokens with its trie and bitset.
 
-    ``cover`` (None for the remainder slice) is the automaton of ``C+``: the slice holds the
-    tokens that are ``C``-strings of ``min_chars``..``max_chars`` characters (``max_chars``
-    None = no upper bound).
+    ``cover`` (None for the remainder slice) is the automaton of ``C+``: the slice holds
+    ``C``-strings of at most ``max_chars`` characters (None = no upper bound), the lower
+    bound being the previous slice's ``max_chars + 1``.
     """
 
     name: str
     cover: DFA | None
-    min_chars: int
     max_chars: int | None
     token_ids: np.ndarray
     trie: object
@@ -91,22 +90,22 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
                 ids.append(i)
         arr = np.array(ids, dtype=np.int32)
         taken[arr] = True
-        out.append(_make(f"json{lo}-{hi or ''}", cover, lo, hi, arr, token_bytes, num_words, make_trie))
+        out.append(_make(f"json{lo}-{hi or ''}", cover, hi, arr, token_bytes, num_words, make_trie))
     rest = np.array([i for i in remaining.tolist() if not taken[i]], dtype=np.int32)
-    out.append(_make("rest", None, 0, None, rest, token_bytes, num_words, make_trie))
+    out.append(_make("rest", None, None, rest, token_bytes, num_words, make_trie))
     return out
 
 
 _JSON_RUN = re.compile('[^"\\\\\x00-\x1f\x7f]+')
 
 
-def _make(name, cover, lo, hi, ids, token_bytes, num_words, make_trie) -> Slice:
+def _make(name, cover, hi, ids, token_bytes, num_words, make_trie) -> Slice:
     bits = np.zeros(num_words, dtype=np.int32)
     if ids.shape[0]:
         u = bits.view(np.uint32)
         np.bitwise_or.at(u, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
     trie = make_trie([token_bytes[i] for i in ids.tolist()], ids)
-    return Slice(name, cover, lo, hi, ids, trie, bits)
+    return Slice(name, cover, hi, ids, trie, bits)
 
 
 def slice_contained(sl: Slice, depth: float) -> bool:
@@ -129,9 +128,9 @@ def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 102
     early with a smaller, still correct, answer at ``limit`` characters (the longest bounded
     slice) or after ``max_pairs`` pairs.
     """
-    touch = _touch_cache(rtn)
-    edges = _edge_cache(cover)
-    rows = _successor_rows(rtn)
+    touch = _cached(rtn, "_slice_touch", dict)  # byte mask -> the grammar classes it touches
+    edges = _cached(cover, "_edge_list", lambda: [cover.edge_masks(q) for q in range(cover.num_states)])
+    rows = _cached(rtn, "_slice_rows", dict, cap=_ROWS_CAP)
     final = cover.final
     start = (cover.start, (state,))
     dist = {start: 0}
@@ -143,13 +142,13 @@ def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 102
         if d > limit:
             return limit
         q, states = key
+        row = _set_row(rtn, rows, states)
         for m, q2 in edges[q]:
             cls = touch.get(m)
             if cls is None:
                 cls = [c for c in range(rtn.num_classes) if rtn.class_masks[c] & m]
                 touch[m] = cls
             d2 = d + 1 if final[q2] else d
-            row = _set_row(rtn, rows, states)
             succs = {row[c] for c in cls}
             if () in succs:
                 return d
@@ -167,7 +166,7 @@ def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 102
 
 
 def _set_row(rtn, rows: dict, states: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """Per byte class: the sorted states a set of states reaches (cached per set)."""
+    """Per byte class: the sorted states a set of states reaches (cached per set in ``rows``)."""
     if len(states) == 1:
         return _row(rtn, rows, states[0])
     row = rows.get(states)
@@ -178,16 +177,7 @@ def _set_row(rtn, rows: dict, states: tuple[int, ...]) -> list[tuple[int, ...]]:
     return row
 
 
-def _successor_rows(rtn) -> dict:
-    """Per grammar: state (or sorted tuple of states) -> its successors per byte class.
-
-    Bounded: emptied when it holds more than ``_ROWS_CAP`` entries."""
-    cache = rtn.__dict__.get("_slice_rows")
-    if cache is None or len(cache) > _ROWS_CAP:
-        cache = rtn.__dict__["_slice_rows"] = {}
-    return cache
-
-
+#: entries of the per-grammar successor-row cache before it is emptied
 _ROWS_CAP = 20_000
 
 
@@ -208,16 +198,9 @@ def _row(rtn, rows: dict, s: int) -> list[tuple[int, ...]]:
     return row
 
 
-def _touch_cache(rtn) -> dict[int, list[int]]:
-    """Per grammar: byte mask -> the grammar's byte classes it touches."""
-    cache = rtn.__dict__.get("_slice_touch")
-    if cache is None:
-        cache = rtn.__dict__.setdefault("_slice_touch", {})
-    return cache
-
-
-def _edge_cache(dfa: DFA) -> list[list[tuple[int, int]]]:
-    cache = dfa.__dict__.get("_edge_list")
-    if cache is None:
-        cache = dfa.__dict__.setdefault("_edge_list", [dfa.edge_masks(q) for q in range(dfa.num_states)])
+def _cached(obj, name: str, make, cap: int | None = None):
+    """A cache kept on ``obj`` (a grammar's RTN or a DFA) under ``name``; remade past ``cap`` entries."""
+    cache = obj.__dict__.get(name)
+    if cache is None or (cap is not None and len(cache) > cap):
+        cache = obj.__dict__[name] = make()
     return cache
