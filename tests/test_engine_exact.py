@@ -92,3 +92,26 @@ def test_real_vocabulary_json_walk() -> None:
         tok = int(rng.choice(choices))
         assert m.accept_token(tok)
         prefix += info.token_bytes[tok]
+
+
+@pytest.mark.parametrize("ebnf,text", [
+    # a shallow stack is met first, then deeper ones whose top frames hold the same states
+    (next(c for c in CASES if c.name == "arithmetic").grammar, "(12+3.5)*-4/(7-2)"),
+    (lambda: __import__("logitgate").Grammar.from_ebnf('root ::= "[" root? "]" ("," root)?'), "[[]],[[[]],[]]"),
+])
+def test_context_cache_tells_the_stack_bottom_from_deeper_frames(ebnf, text) -> None:
+    """One matcher, one byte at a time: cached context resolutions are reused between stacks whose
+    top frames agree, and a resolution that popped to the bottom must not answer for a deeper stack."""
+    grammar = ebnf()
+    info = small_vocab([text], extra=0)
+    m = GrammarMatcher(GrammarCompiler(info).compile_grammar(grammar))
+    bm = allocate_token_bitmask(1, info.vocab_size)
+    single = [i for i in range(info.num_tokens) if len(info.token_bytes[i]) == 1]
+    prefix = b""
+    for ch in text.encode():
+        m.fill_next_token_bitmask(bm)
+        allowed = set(bitmask_to_ids(bm[0], info.vocab_size).tolist())
+        for i in single:
+            assert (i in allowed) == reference.prefix_ok(grammar, prefix + info.token_bytes[i]), (prefix, i)
+        assert m.accept_string(bytes([ch]))
+        prefix += bytes([ch])

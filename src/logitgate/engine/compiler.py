@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["CompiledGrammar", "GrammarCompiler"]
 
 _NEED_DEEPER = object()
+_BOTTOM_KEY = -1  # context-cache key entry: no frame below
 
 
 class TokenRuntime:
@@ -148,16 +149,21 @@ class CompiledGrammar:
 
     def context_tokens(self, top: int, parent: int, pool) -> np.ndarray:
         """Token ids a context-dependent token resolution adds for stack ``(top, parent)``."""
+        # The key is the top and the states of the frames the resolution popped into, ending in
+        # ``_BOTTOM_KEY`` when those are the whole stack (popping on past them accepts there,
+        # which a deeper stack with the same states would not).
         ps, pp = pool.state, pool.parent
         key: tuple = (top,)
         p = parent
-        while p >= 0:
-            key = (*key, int(ps[p]))
+        while True:
+            key = (*key, int(ps[p]) if p >= 0 else _BOTTOM_KEY)
             hit = self._ctx.get(key)
             if hit is None:
                 break
             if hit is not _NEED_DEEPER:
                 return hit
+            if p < 0:
+                break
             p = int(pp[p])
         rt = self._runtime
         ids, min_depth = resolve_context(self.state_mask(top), parent, self.rtn, rt.slices, pool, rt.scratch())
@@ -167,6 +173,8 @@ class CompiledGrammar:
         for _ in range(k):
             full.append(int(ps[p]))
             p = int(pp[p])
+        if p < 0:
+            full.append(_BOTTOM_KEY)
         if len(self._ctx) >= self._ctx_limit:
             self._ctx.clear()
         for j in range(2, len(full)):

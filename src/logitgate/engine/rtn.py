@@ -342,6 +342,13 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
             rule_of_state[base + s] = i
             local_index[base + s] = s
 
+    # A return state that is final and can do nothing else would only pop again: it is not
+    # pushed (a tail call), so a chain of optional properties or nested tail positions does not
+    # grow the stack by a frame per call -- which keeps closing brackets cheap to resolve.
+    has_byte = (trans.reshape(total, ncls) >= 0).any(axis=1) if total else np.zeros(0, dtype=bool)
+    only_pops = [bool(final[offsets[i] + s]) and not has_byte[offsets[i] + s] and not d.calls[s]
+                 for i, d in enumerate(dfas) for s in range(d.num_states)]
+
     # call chains per state
     chain_ptr = np.zeros(total + 1, dtype=np.int32)
     targets: list[int] = []
@@ -355,7 +362,7 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
                 stack.append((r, offsets[i] + t, ()))
             while stack:
                 r, ret, prefix = stack.pop()
-                chain = (*prefix, ret)
+                chain = prefix if only_pops[ret] else (*prefix, ret)
                 start = int(rule_start[r])
                 targets.append(start)
                 pushes.extend(chain)
@@ -371,7 +378,6 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
 
     has_chain = chain_ptr[1:] != chain_ptr[:-1]
     simple = ((~has_chain) & (final == 0)).astype(np.uint8)
-    has_byte = (trans.reshape(total, ncls) >= 0).any(axis=1) if total else np.zeros(0, dtype=bool)
     dead_end = ((final == 1) & (~has_chain) & (~has_byte)).astype(np.uint8)
     rule_hash = _rule_hashes(names, dfas, classes)
     return RTN(

@@ -4,7 +4,7 @@ Inside an unconstrained context (the body of a JSON string, a comment) a state a
 almost every token, and walking the whole trie is the most expensive thing a mask can
 cost. Following llguidance's "slicer", the vocabulary is partitioned once per tokenizer
 into *slices*: the tokens matching ``C{1,10}``, ``C{11,30}``, ``C{31,}`` (``C`` = a
-character a JSON string may hold unescaped), plus the remainder. Each slice has its own
+character a JSON string may hold unescaped, except DEL and U+2028/U+2029), plus the remainder. Each slice has its own
 trie and bitset. For a state whose language (within its rule frame) contains every
 string of a slice — checked on the automata, exactly — the slice's bitset is OR-ed in
 and its trie is not walked; the other slices are walked as usual.
@@ -37,8 +37,10 @@ __all__ = ["DEFAULT_SLICE_BOUNDS", "Slice", "build_slices", "slice_contained", "
 #: (min chars, max chars or None) of the default JSON-string slices
 DEFAULT_SLICE_BOUNDS: tuple[tuple[int, int | None], ...] = ((1, 10), (11, 30), (31, None))
 
-# Characters a JSON string may hold without escaping, minus DEL (as llguidance).
-_JSON_CHARS = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0x80, 0x10FFFF)]
+# Characters a JSON string may hold without escaping, minus DEL (as llguidance) and minus the
+# line terminators U+2028/U+2029, which a regex ``.`` does not match: a pattern such as
+# ``^(.*)$`` would otherwise make every string state fail the slice check on them.
+_JSON_CHARS = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0x80, 0x2027), (0x202A, 0x10FFFF)]
 
 
 @dataclass
@@ -96,7 +98,7 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
     return out
 
 
-_JSON_RUN = re.compile('[^"\\\\\x00-\x1f\x7f]+')
+_JSON_RUN = re.compile('[^"\\\\\x00-\x1f\x7f\u2028\u2029]+')
 
 
 def _make(name, cover, hi, ids, token_bytes, num_words, make_trie) -> Slice:
