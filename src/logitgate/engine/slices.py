@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..grammar.ir import Repeat, seq
 from ..grammar.utf8 import codepoint_ranges_expr
+from ._survival import INFINITE, survival_search
 from .automata import DFA, standalone_dfa
 
 __all__ = ["DEFAULT_SLICE_BOUNDS", "Slice", "build_slices", "slice_contained", "survival_depth"]
@@ -129,75 +129,55 @@ def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 102
     final states end a character); the first dying byte found gives ``H``. The search stops
     early with a smaller, still correct, answer at ``limit`` characters (the longest bounded
     slice) or after ``max_pairs`` pairs.
+
+    A state whose call chains enter a rule that alone survives everything (an object key that
+    is a declared name or any other string) survives everything too: the depths of the entry
+    states of states with few chains are searched once per grammar and remembered.
     """
-    touch = _cached(rtn, "_slice_touch", dict)  # byte mask -> the grammar classes it touches
-    edges = _cached(cover, "_edge_list", lambda: [cover.edge_masks(q) for q in range(cover.num_states)])
-    rows = _cached(rtn, "_slice_rows", dict, cap=_ROWS_CAP)
-    final = cover.final
-    start = (cover.start, (state,))
-    dist = {start: 0}
-    queue: deque[tuple[tuple[int, tuple[int, ...]], int]] = deque([(start, 0)])
-    while queue:
-        key, d = queue.popleft()
-        if d > dist[key]:
-            continue  # reached more cheaply since it was queued
-        if d > limit:
-            return limit
-        q, states = key
-        row = _set_row(rtn, rows, states)
-        for m, q2 in edges[q]:
-            cls = touch.get(m)
-            if cls is None:
-                cls = [c for c in range(rtn.num_classes) if rtn.class_masks[c] & m]
-                touch[m] = cls
-            d2 = d + 1 if final[q2] else d
-            succs = {row[c] for c in cls}
-            if () in succs:
-                return d
-            for nxt in succs:
-                key2 = (q2, nxt)
-                if d2 < dist.get(key2, math.inf):
-                    if len(dist) >= max_pairs:
-                        return d
-                    dist[key2] = d2
-                    if d2 == d:
-                        queue.appendleft((key2, d2))
-                    else:
-                        queue.append((key2, d2))
-    return math.inf
+    memo = _cached(rtn, "_survival_memo", dict, cap=_MEMO_CAP)
+    key = (id(cover), state, limit, max_pairs)
+    h = memo.get(key)
+    if h is None:
+        h = _survival_search(cover, state, rtn, limit, max_pairs)
+        memo[key] = h
+    return h
 
 
-def _set_row(rtn, rows: dict, states: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """Per byte class: the sorted states a set of states reaches (cached per set in ``rows``)."""
-    if len(states) == 1:
-        return _row(rtn, rows, states[0])
-    row = rows.get(states)
-    if row is None:
-        parts = [_row(rtn, rows, s) for s in states]
-        row = [tuple(sorted(set().union(*col))) for col in zip(*parts)]
-        rows[states] = row
-    return row
+#: entries of the per-grammar survival-depth memo before it is emptied
+_MEMO_CAP = 20_000
+
+#: states with at most this many call chains first look up (or search) their entry states' depths
+_MAX_ENTRIES_TRIED = 4
 
 
-#: entries of the per-grammar successor-row cache before it is emptied
-_ROWS_CAP = 20_000
+def _survival_search(cover: DFA, state: int, rtn, limit: int, max_pairs: int) -> float:
+    lo, hi = int(rtn.chain_ptr[state]), int(rtn.chain_ptr[state + 1])
+    if 0 < hi - lo <= _MAX_ENTRIES_TRIED:
+        # one member of the state set surviving a string is enough for the set to survive it
+        for t in dict.fromkeys(rtn.chain_target[lo:hi].tolist()):
+            if t != state and survival_depth(cover, t, rtn, limit, max_pairs) == math.inf:
+                return math.inf
+    ce = _cached(rtn, "_cover_edges", dict)
+    arrays = ce.get(id(cover))
+    if arrays is None:
+        arrays = ce[id(cover)] = _cover_edge_arrays(cover, rtn)
+    h = survival_search(state, limit, max_pairs, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target,
+                        cover.start, *arrays)
+    return math.inf if h == INFINITE else float(h)
 
 
-def _row(rtn, rows: dict, s: int) -> list[tuple[int, ...]]:
-    """Per byte class: the sorted states ``s`` reaches by its transition or a call chain (cached)."""
-    row = rows.get(s)
-    if row is None:
-        ncls = rtn.num_classes
-        direct = rtn.trans[s * ncls:(s + 1) * ncls]
-        chained = [rtn.trans[int(t) * ncls:(int(t) + 1) * ncls]
-                   for t in rtn.chain_target[int(rtn.chain_ptr[s]):int(rtn.chain_ptr[s + 1])]]
-        if not chained:
-            row = [(t,) if t >= 0 else () for t in direct.tolist()]
-        else:
-            cols = np.stack([direct, *chained]).T.tolist()
-            row = [tuple(sorted({t for t in col if t >= 0})) for col in cols]
-        rows[s] = row
-    return row
+def _cover_edge_arrays(cover: DFA, rtn) -> tuple[np.ndarray, ...]:
+    """``cover``'s edges as flat arrays, each with the grammar byte classes its bytes touch."""
+    ptr, to, fin, cls_ptr, cls = [0], [], [], [0], []
+    for q in range(cover.num_states):
+        for m, q2 in cover.edge_masks(q):
+            to.append(q2)
+            fin.append(1 if cover.final[q2] else 0)
+            cls.extend(c for c in range(rtn.num_classes) if rtn.class_masks[c] & m)
+            cls_ptr.append(len(cls))
+        ptr.append(len(to))
+    return (np.array(ptr, dtype=np.int64), np.array(to, dtype=np.int64), np.array(fin, dtype=np.int64),
+            np.array(cls_ptr, dtype=np.int64), np.array(cls, dtype=np.int64))
 
 
 def _cached(obj, name: str, make, cap: int | None = None):

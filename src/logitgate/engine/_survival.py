@@ -1,0 +1,182 @@
+"""Numba kernel of the survival-depth search (see :func:`logitgate.engine.slices.survival_depth`).
+
+A 0-1 breadth-first search over pairs (cover automaton state, set of grammar states), ordered
+by characters completed. Grammar state sets are interned (sorted runs in one flat array, found
+through an open-addressing hash table); a pair's id is ``set id * cover states + cover state``,
+so distances and per-class successor sets are plain arrays indexed by ids.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: returned when every string of the cover survives
+INFINITE = -1
+
+_UNSEEN = np.int64(1) << 62
+_UNKNOWN = -3  # successor not computed yet
+_DEAD = -2  # no member survives the class
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _hash(buf, n):
+    h = np.uint64(n) * np.uint64(1000003)
+    for k in range(n):
+        h = (h ^ np.uint64(buf[k])) * np.uint64(0x100000001B3)
+    return h
+
+
+@njit(nogil=True, cache=True)
+def _grow(a, size, fill):
+    out = np.full(size, fill, dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit(nogil=True, cache=True)
+def _lookup(table, buf, n, set_data, set_off):
+    """Slot of the set ``buf[:n]`` in ``table`` (holding its id) or of the empty slot to put it in."""
+    mask = np.uint64(table.shape[0] - 1)
+    slot = _hash(buf, n) & mask
+    while True:
+        sid = table[slot]
+        if sid < 0:
+            return slot
+        lo = set_off[sid]
+        if set_off[sid + 1] - lo == n:
+            same = True
+            for x in range(n):
+                if set_data[lo + x] != buf[x]:
+                    same = False
+                    break
+            if same:
+                return slot
+        slot = (slot + np.uint64(1)) & mask
+
+
+@njit(nogil=True, cache=True)
+def survival_search(
+    state, limit, max_pairs,
+    trans, ncls, chain_ptr, chain_target,
+    cover_start, edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls,
+):
+    """Survival depth of ``state`` (``INFINITE`` when nothing ever dies); see the module docstring."""
+    nq = edge_ptr.shape[0] - 1
+    set_data = np.empty(256, dtype=np.int32)
+    set_off = np.zeros(65, dtype=np.int64)
+    table = np.full(256, -1, dtype=np.int64)
+    dist = np.full(64 * nq, _UNSEEN, dtype=np.int64)
+    succ_of = np.full(64 * ncls, _UNKNOWN, dtype=np.int64)
+    buf = np.empty(64, dtype=np.int32)
+    succs = np.empty(64, dtype=np.int64)
+    cap = 4 * max_pairs + 16
+    q_pair = np.empty(cap, dtype=np.int64)
+    q_dist = np.empty(cap, dtype=np.int64)
+    head = cap // 2
+    tail = head
+    # the start set {state}
+    set_data[0] = state
+    set_off[1] = 1
+    n_sets = 1
+    buf[0] = state
+    table[_lookup(table, buf, 1, set_data, set_off)] = 0
+    n_pairs = 1
+    start = np.int64(cover_start)
+    dist[start] = 0
+    q_pair[tail] = start
+    q_dist[tail] = 0
+    tail += 1
+    while head < tail:
+        pair = q_pair[head]
+        d = q_dist[head]
+        head += 1
+        if d > dist[pair]:
+            continue
+        if d > limit:
+            return limit
+        sid = pair // nq
+        q = pair % nq
+        for e in range(edge_ptr[q], edge_ptr[q + 1]):
+            q2 = edge_to[e]
+            d2 = d + edge_final[e]
+            n_succ = 0
+            for ci in range(edge_cls_ptr[e], edge_cls_ptr[e + 1]):
+                c = edge_cls[ci]
+                nxt = succ_of[sid * ncls + c]
+                if nxt == _UNKNOWN:
+                    # members reached on class c (by a transition or by entering a rule), deduplicated
+                    n = 0
+                    for k in range(set_off[sid], set_off[sid + 1]):
+                        s = set_data[k]
+                        for j in range(-1, chain_ptr[s + 1] - chain_ptr[s]):
+                            src = s if j < 0 else chain_target[chain_ptr[s] + j]
+                            t = trans[src * ncls + c]
+                            if t < 0:
+                                continue
+                            # insert t into the sorted run buf[:n] unless it is there
+                            x = n
+                            while x > 0 and buf[x - 1] > t:
+                                x -= 1
+                            if x > 0 and buf[x - 1] == t:
+                                continue
+                            if n >= buf.shape[0]:
+                                buf = _grow(buf, 2 * n, 0)
+                            for y in range(n, x, -1):
+                                buf[y] = buf[y - 1]
+                            buf[x] = t
+                            n += 1
+                    if n == 0:
+                        nxt = _DEAD
+                    else:
+                        slot = _lookup(table, buf, n, set_data, set_off)
+                        nxt = table[slot]
+                        if nxt < 0:  # a new set
+                            nxt = n_sets
+                            end = set_off[n_sets]
+                            if end + n > set_data.shape[0]:
+                                set_data = _grow(set_data, 2 * (end + n), 0)
+                            set_data[end:end + n] = buf[:n]
+                            if n_sets + 2 > set_off.shape[0]:
+                                set_off = _grow(set_off, 2 * set_off.shape[0], 0)
+                            set_off[n_sets + 1] = end + n
+                            n_sets += 1
+                            table[slot] = nxt
+                            if 2 * n_sets > table.shape[0]:  # keep the table at most half full
+                                table = np.full(2 * table.shape[0], -1, dtype=np.int64)
+                                for x in range(n_sets):
+                                    lo, hi = set_off[x], set_off[x + 1]
+                                    table[_lookup(table, set_data[lo:hi], hi - lo, set_data, set_off)] = x
+                            if n_sets * nq > dist.shape[0]:
+                                dist = _grow(dist, 2 * n_sets * nq, _UNSEEN)
+                                succ_of = _grow(succ_of, 2 * n_sets * ncls, _UNKNOWN)
+                    succ_of[sid * ncls + c] = nxt
+                if nxt == _DEAD:
+                    return d  # a string of d complete characters and part of one more dies here
+                dup = False
+                for x in range(n_succ):
+                    if succs[x] == nxt:
+                        dup = True
+                        break
+                if not dup:
+                    if n_succ >= succs.shape[0]:
+                        succs = _grow(succs, 2 * n_succ, 0)
+                    succs[n_succ] = nxt
+                    n_succ += 1
+            for x in range(n_succ):
+                key2 = succs[x] * nq + q2
+                if d2 < dist[key2]:
+                    if dist[key2] == _UNSEEN:
+                        if n_pairs >= max_pairs:
+                            return d
+                        n_pairs += 1
+                    dist[key2] = d2
+                    if d2 == d:
+                        head -= 1
+                        q_pair[head] = key2
+                        q_dist[head] = d2
+                    else:
+                        q_pair[tail] = key2
+                        q_dist[tail] = d2
+                        tail += 1
+    return INFINITE
