@@ -185,17 +185,29 @@ def ci_walk(
     i = 1
     while i < n:
         d = node_depth[i]
-        acount[0] = atop[d - 1]
         o0 = cend[d - 1]
-        cstart[d] = o0
-        info[0] = 0
         i0 = cstart[d - 1]
         t0 = cbuf_top[i0]
+        if o0 - i0 == 1 and simple[t0]:
+            # the common case, kept tight: one stack whose top can only take a plain DFA step
+            nt = trans[t0 * ncls + byte_class[node_byte[i]]]
+            if nt < 0:
+                i = node_end[i]
+                continue
+            cstart[d] = o0
+            cbuf_top[o0] = nt
+            cbuf_par[o0] = cbuf_par[i0]
+            cend[d] = o0 + 1
+            atop[d] = atop[d - 1]
+            _set_tokens(accept_row, i, tok_start, tok_ids)
+            i += 1
+            continue
+        acount[0] = atop[d - 1]
+        cstart[d] = o0
+        info[0] = 0
         nt = -3
         if o0 - i0 == 1:
-            if simple[t0]:
-                nt = trans[t0 * ncls + byte_class[node_byte[i]]]
-            elif cbuf_par[i0] == EXIT and final[t0] and chain_ptr[t0] == chain_ptr[t0 + 1]:
+            if cbuf_par[i0] == EXIT and final[t0] and chain_ptr[t0] == chain_ptr[t0 + 1]:
                 # the top frame may end here: the unknown caller might take this byte (an exit)
                 nt = trans[t0 * ncls + byte_class[node_byte[i]]]
                 info[0] = 1
