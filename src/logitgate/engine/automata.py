@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq, iter_refs
+from ._automata_kernels import product_table, trim_order
 
 __all__ = [
     "ALL_BYTES",
@@ -32,6 +33,7 @@ __all__ = [
     "RefResolver",
     "byte_partition",
     "determinize",
+    "is_productive",
     "minimize",
     "standalone_dfa",
     "trim",
@@ -432,47 +434,50 @@ def _bfs_order(dfa: DFA) -> list[int]:
     return order
 
 
+def is_productive(dfa: DFA, productive_calls: Callable[[int], bool] = lambda r: True) -> bool:
+    """Does ``dfa`` accept any string (calls of unproductive rules count as dead edges)?"""
+    seen = {dfa.start}
+    stack = [dfa.start]
+    while stack:
+        s = stack.pop()
+        if dfa.final[s]:
+            return True
+        for t in dfa.trans[s]:
+            if t >= 0 and t not in seen:
+                seen.add(t)
+                stack.append(t)
+        for r, t in dfa.calls[s].items():
+            if t not in seen and productive_calls(r):
+                seen.add(t)
+                stack.append(t)
+    return False
+
+
 def trim(dfa: DFA, productive_calls: Callable[[int], bool] = lambda r: True) -> DFA | None:
     """Remove states that cannot reach a final state (and edges to them).
 
     ``productive_calls(r)`` says whether callee rule ``r`` can derive any string; call
     edges to unproductive rules are dropped. Returns None if the start state is dead.
+    States are renumbered in breadth-first order from the start (unreachable ones dropped).
     """
     n = dfa.num_states
-    rev: list[list[int]] = [[] for _ in range(n)]
-    for s in range(n):
-        for t in dfa.trans[s]:
-            if t >= 0:
-                rev[t].append(s)
-        for r, t in dfa.calls[s].items():
-            if productive_calls(r):
-                rev[t].append(s)
-    live = [False] * n
-    stack = [s for s in range(n) if dfa.final[s]]
-    for s in stack:
-        live[s] = True
-    while stack:
-        for p in rev[stack.pop()]:
-            if not live[p]:
-                live[p] = True
-                stack.append(p)
-    if not live[dfa.start]:
+    table = np.asarray(dfa.trans, dtype=np.int32).reshape(n, len(dfa.classes))
+    call_ptr = np.zeros(n + 1, dtype=np.int64)
+    call_dst: list[int] = []
+    kept_calls: list[list[tuple[int, int]]] = []
+    for s, cm in enumerate(dfa.calls):
+        kept = [(r, t) for r, t in sorted(cm.items()) if productive_calls(r)]
+        kept_calls.append(kept)
+        call_dst.extend(t for _, t in kept)
+        call_ptr[s + 1] = len(call_dst)
+    order, index = trim_order(table, np.asarray(dfa.final, dtype=np.uint8), call_ptr,
+                              np.asarray(call_dst, dtype=np.int32), dfa.start)
+    if order.shape[0] == 0:
         return None
-    trans = [[(t if t >= 0 and live[t] else -1) for t in row] for row in dfa.trans]
-    calls = [
-        {r: t for r, t in dfa.calls[s].items() if live[t] and productive_calls(r)} for s in range(n)
-    ]
-    out = DFA(dfa.classes, trans, list(dfa.final), calls, dfa.start)
-    # drop now-unreachable states
-    order = _bfs_order(out)
-    idx = {s: i for i, s in enumerate(order)}
-    return DFA(
-        out.classes,
-        [[(idx[t] if t >= 0 else -1) for t in out.trans[s]] for s in order],
-        [out.final[s] for s in order],
-        [{r: idx[t] for r, t in out.calls[s].items()} for s in order],
-        0,
-    )
+    sub = table[order]
+    trans = np.where(sub >= 0, index[np.maximum(sub, 0)], -1).tolist()
+    calls = [{r: int(index[t]) for r, t in kept_calls[s] if index[t] >= 0} for s in order.tolist()]
+    return DFA(dfa.classes, trans, [dfa.final[s] for s in order.tolist()], calls, 0)
 
 
 # ---------------------------------------------------------------------- And / Not
@@ -543,36 +548,15 @@ def _empty_dfa() -> DFA:
 
 def _product(a: DFA, b: DFA, max_states: int) -> DFA:
     classes = byte_partition(a.classes + b.classes)
-    ca = [next(i for i, m in enumerate(a.classes) if m & c) for c in classes]
-    cb = [next(i for i, m in enumerate(b.classes) if m & c) for c in classes]
-    ids = {(a.start, b.start): 0}
-    order = [(a.start, b.start)]
-    trans: list[list[int]] = []
-    final: list[bool] = []
-    i = 0
-    while i < len(order):
-        p, q = order[i]
-        i += 1
-        row = []
-        for k in range(len(classes)):
-            tp, tq = a.trans[p][ca[k]], b.trans[q][cb[k]]
-            if tp < 0 or tq < 0:
-                row.append(-1)
-                continue
-            key = (tp, tq)
-            j = ids.get(key)
-            if j is None:
-                j = len(order)
-                if j >= max_states:
-                    raise LimitExceededError(
-                        f"intersection automaton exceeds {max_states} states", limit="max_dfa_states"
-                    )
-                ids[key] = j
-                order.append(key)
-            row.append(j)
-        trans.append(row)
-        final.append(a.final[p] and b.final[q])
-    out = trim(DFA(classes, trans, final, [{} for _ in trans], 0))
+    ca = np.array([next(i for i, m in enumerate(a.classes) if m & c) for c in classes], dtype=np.int64)
+    cb = np.array([next(i for i, m in enumerate(b.classes) if m & c) for c in classes], dtype=np.int64)
+    ta = np.asarray(a.trans, dtype=np.int32).reshape(a.num_states, len(a.classes))
+    tb = np.asarray(b.trans, dtype=np.int32).reshape(b.num_states, len(b.classes))
+    trans, final = product_table(ta, tb, np.asarray(a.final, dtype=np.uint8), np.asarray(b.final, dtype=np.uint8),
+                                 ca, cb, a.start, b.start, max_states)
+    if trans.shape[0] == 0:
+        raise LimitExceededError(f"intersection automaton exceeds {max_states} states", limit="max_dfa_states")
+    out = trim(DFA(classes, trans.tolist(), final.astype(bool).tolist(), [{} for _ in range(trans.shape[0])], 0))
     return out if out is not None else _empty_dfa()
 
 

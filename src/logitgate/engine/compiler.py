@@ -219,13 +219,14 @@ class GrammarCompiler:
         Builds the vocabulary slices and runs every numba kernel once (loading them from numba's
         cache) on a small recursive grammar, so the first real mask pays only for its own states.
         """
-        from ..grammar.ir import Ref, alt, byteset, lit, repeat, seq
+        from ..grammar.ir import Ref, alt, and_, byteset, lit, not_, repeat, seq
         from .matcher import GrammarMatcher
 
         rt = self._runtime
         _ = rt.slices
         warm_kernels(rt.num_words, rt.trie.tok_ids)
-        item = alt(repeat(byteset((0x30, 0x39)), 1, None), Ref("root"))
+        # digits but not "0" (an intersection loads the product kernel), or a nested list
+        item = alt(and_(repeat(byteset((0x30, 0x39)), 1, None), not_(lit("0"))), Ref("root"))
         tiny = Grammar({"root": seq(lit("["), repeat(seq(item, repeat(seq(lit(","), item))), 0, 1), lit("]"))})
         m = GrammarMatcher(self._compile(tiny), max_rollback_tokens=4)
         for text in ("[", "[", "1", "2", ","):

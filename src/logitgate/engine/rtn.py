@@ -28,8 +28,8 @@ import numpy as np
 
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
-from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, iter_refs
-from .automata import DFA, NFA, byte_partition, determinize, minimize, trim
+from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq
+from .automata import DFA, NFA, byte_partition, determinize, is_productive, minimize, trim
 
 __all__ = ["RTN", "CompileLimits", "compile_rtn"]
 
@@ -172,7 +172,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     limits = limits or CompileLimits()
     g = grammar.reachable()
     rules = dict(g.rules)
-    refs = {n: list(dict.fromkeys(iter_refs(e))) for n, e in rules.items()}
+    all_refs = g.rule_refs
+    refs = {n: list(dict.fromkeys(r)) for n, r in all_refs.items()}
     recursive: set[str] = set()
     for comp in _sccs(refs):
         if len(comp) > 1 or comp[0] in refs[comp[0]]:
@@ -180,7 +181,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     nullable = _nullable_map(rules)
     refcount: dict[str, int] = dict.fromkeys(rules, 0)
     for n in rules:
-        for r in iter_refs(rules[n]):
+        for r in all_refs[n]:
             refcount[r] += 1
     # sizes bottom-up over the (acyclic) non-recursive part
     sizes: dict[str, int] = {}
@@ -243,7 +244,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     while changed:
         changed = False
         for i, d in enumerate(dfas):
-            if not productive[i] and trim(d, lambda r: productive[r]) is not None:
+            if not productive[i] and is_productive(d, lambda r: productive[r]):
                 productive[i] = True
                 changed = True
     if not productive[0]:
@@ -330,17 +331,12 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
         loc = []
         for m in classes:
             loc.append(next(j for j, lm in enumerate(d.classes) if lm & m))
-        base = offsets[i]
-        for s in range(d.num_states):
-            row = d.trans[s]
-            g = (base + s) * ncls
-            for ci in range(ncls):
-                t = row[loc[ci]]
-                if t >= 0:
-                    trans[g + ci] = base + t
-            final[base + s] = 1 if d.final[s] else 0
-            rule_of_state[base + s] = i
-            local_index[base + s] = s
+        base, n = offsets[i], d.num_states
+        local = np.asarray(d.trans, dtype=np.int32).reshape(n, -1)[:, loc]
+        trans[base * ncls:(base + n) * ncls] = np.where(local >= 0, local + base, -1).reshape(-1)
+        final[base:base + n] = np.asarray(d.final, dtype=np.uint8)
+        rule_of_state[base:base + n] = i
+        local_index[base:base + n] = np.arange(n, dtype=np.int32)
 
     # A return state that is final and can do nothing else would only pop again: it is not
     # pushed (a tail call), so a chain of optional properties or nested tail positions does not

@@ -341,7 +341,7 @@ class Grammar:
     Construction validates names and references and normalizes every rule.
     """
 
-    __slots__ = ("_hash", "_root", "_rules")
+    __slots__ = ("_hash", "_refs", "_root", "_rules")
 
     def __init__(self, rules: Mapping[str, Expr] | Sequence[tuple[str, Expr]], root: str = "root"):
         items = list(rules.items()) if isinstance(rules, Mapping) else list(rules)
@@ -356,10 +356,13 @@ class Grammar:
             normalized[name] = normalize(expr)
         if root not in normalized:
             raise GrammarError(f"root rule {root!r} is not defined")
+        refs: dict[str, tuple[str, ...]] = {}
         for name, expr in normalized.items():
-            for ref in iter_refs(expr):
+            refs[name] = tuple(iter_refs(expr))
+            for ref in refs[name]:
                 if ref not in normalized:
                     raise GrammarError(f"rule {name!r} refers to undefined rule {ref!r}")
+        self._refs = MappingProxyType(refs)
         self._rules = MappingProxyType(normalized)
         self._root = root
         self._hash: int | None = None
@@ -372,6 +375,11 @@ class Grammar:
     @property
     def root(self) -> str:
         return self._root
+
+    @property
+    def rule_refs(self) -> Mapping[str, tuple[str, ...]]:
+        """Per rule, the names of the rules its expression references (with repeats)."""
+        return self._refs
 
     def __getitem__(self, name: str) -> Expr:
         return self._rules[name]
@@ -397,10 +405,12 @@ class Grammar:
         seen = {self._root}
         stack = [self._root]
         while stack:
-            for ref in iter_refs(self._rules[stack.pop()]):
+            for ref in self._refs[stack.pop()]:
                 if ref not in seen:
                     seen.add(ref)
                     stack.append(ref)
+        if len(seen) == len(self._rules):
+            return self
         return Grammar([(n, e) for n, e in self._rules.items() if n in seen], root=self._root)
 
     def with_root(self, root: str) -> Grammar:
