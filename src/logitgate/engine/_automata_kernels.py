@@ -136,3 +136,138 @@ def product_table(ta, tb, fa, fb, ca, cb, sa, sb, max_states):
     for j in range(m):
         final[j] = 1 if fa[pa[j]] and fb[pb[j]] else 0
     return trans[:m], final
+
+
+@njit(nogil=True, cache=True)
+def _push_work(wb, wa, nw, b, a):
+    if nw >= wb.shape[0]:
+        g = np.empty(2 * wb.shape[0], dtype=np.int32)
+        g[:nw] = wb[:nw]
+        wb = g
+        g = np.empty(2 * wa.shape[0], dtype=np.int32)
+        g[:nw] = wa[:nw]
+        wa = g
+    wb[nw] = b
+    wa[nw] = a
+    return wb, wa, nw + 1
+
+
+@njit(nogil=True, cache=True)
+def hopcroft_blocks(delta, final):
+    """Coarsest partition of a DFA's states into equivalence classes (Hopcroft's algorithm).
+
+    ``delta[state, symbol]`` is the target or -1 (a rejecting sink, added internally); every
+    state is assumed to be live. Returns a block id per state; equal ids = equivalent states.
+    """
+    n, k = delta.shape
+    N = n + 1  # with the sink
+    sink = n
+    # inverse transitions, CSR over (symbol, target)
+    ptr = np.zeros(k * N + 1, dtype=np.int64)
+    for s in range(N):
+        for a in range(k):
+            t = sink if s == sink or delta[s, a] < 0 else delta[s, a]
+            ptr[a * N + t + 1] += 1
+    for i in range(k * N):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    inv = np.empty(ptr[k * N], dtype=np.int32)
+    for s in range(N):
+        for a in range(k):
+            t = sink if s == sink or delta[s, a] < 0 else delta[s, a]
+            inv[fill[a * N + t]] = s
+            fill[a * N + t] += 1
+    # partition: elems grouped by block, block b = elems[bstart[b]:bend[b]]
+    elems = np.empty(N, dtype=np.int32)
+    loc = np.empty(N, dtype=np.int64)
+    blk = np.zeros(N, dtype=np.int32)
+    bstart = np.zeros(N, dtype=np.int64)
+    bend = np.zeros(N, dtype=np.int64)
+    mcount = np.zeros(N, dtype=np.int64)
+    nf = 0
+    for s in range(n):
+        if final[s]:
+            nf += 1
+    i0, i1 = 0, nf
+    for s in range(N):
+        if s < n and final[s]:
+            elems[i0] = s
+            loc[s] = i0
+            i0 += 1
+        else:
+            elems[i1] = s
+            loc[s] = i1
+            blk[s] = 1
+            i1 += 1
+    nblocks = 2
+    bstart[0], bend[0] = 0, nf
+    bstart[1], bend[1] = nf, N
+    if nf == 0:  # only the non-final block (with the sink)
+        blk[:] = 0
+        return blk[:n]
+    in_w = np.zeros(N * k, dtype=np.uint8)
+    wb = np.empty(max(16, 2 * k), dtype=np.int32)
+    wa = np.empty(max(16, 2 * k), dtype=np.int32)
+    nw = 0
+    first = 0 if nf <= N - nf else 1
+    for a in range(k):
+        wb, wa, nw = _push_work(wb, wa, nw, first, a)
+        in_w[first * k + a] = 1
+    marked = np.zeros(N, dtype=np.uint8)
+    xs = np.empty(N, dtype=np.int32)
+    touched = np.empty(N, dtype=np.int32)
+    while nw > 0:
+        nw -= 1
+        b, a = wb[nw], wa[nw]
+        in_w[b * k + a] = 0
+        nx = 0
+        for idx in range(bstart[b], bend[b]):
+            t = elems[idx]
+            for j in range(ptr[a * N + t], ptr[a * N + t + 1]):
+                p = inv[j]
+                if not marked[p]:
+                    marked[p] = 1
+                    xs[nx] = p
+                    nx += 1
+        nt = 0
+        for x in range(nx):
+            p = xs[x]
+            marked[p] = 0
+            y = blk[p]
+            pos = bstart[y] + mcount[y]
+            q = elems[pos]
+            lp = loc[p]
+            elems[pos] = p
+            loc[p] = pos
+            elems[lp] = q
+            loc[q] = lp
+            if mcount[y] == 0:
+                touched[nt] = y
+                nt += 1
+            mcount[y] += 1
+        for x in range(nt):
+            y = touched[x]
+            m = mcount[y]
+            mcount[y] = 0
+            size = bend[y] - bstart[y]
+            if m == size:
+                continue
+            z = nblocks
+            nblocks += 1
+            if m <= size - m:  # the marked part becomes the new block
+                bstart[z], bend[z] = bstart[y], bstart[y] + m
+                bstart[y] += m
+            else:
+                bstart[z], bend[z] = bstart[y] + m, bend[y]
+                bend[y] = bstart[y] + m
+            for idx in range(bstart[z], bend[z]):
+                blk[elems[idx]] = z
+            small = z if bend[z] - bstart[z] <= bend[y] - bstart[y] else y
+            for a2 in range(k):
+                if in_w[y * k + a2]:
+                    wb, wa, nw = _push_work(wb, wa, nw, z, a2)
+                    in_w[z * k + a2] = 1
+                else:
+                    wb, wa, nw = _push_work(wb, wa, nw, small, a2)
+                    in_w[small * k + a2] = 1
+    return blk[:n]

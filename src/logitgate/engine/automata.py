@@ -6,7 +6,7 @@ The engine represents every *called* grammar rule as a DFA over bytes plus "call
 * :class:`NFA` — Thompson construction with epsilon edges, byte-set edges (256-bit
   Python ints) and call edges; references to rules that are inlined are expanded in place.
 * :func:`determinize` — subset construction; call edges are symbols like bytes.
-* :func:`minimize` — Moore partition refinement (finality, byte classes, call symbols).
+* :func:`minimize` — Hopcroft partition refinement (finality, byte classes, call symbols).
 * ``And``/``Not`` sub-expressions are compiled to standalone call-free DFAs, combined by
   product / complement, and embedded back into the NFA.
 
@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq, iter_refs
-from ._automata_kernels import product_table, trim_order
+from ._automata_kernels import hopcroft_blocks, product_table, trim_order
 
 __all__ = [
     "ALL_BYTES",
@@ -308,7 +308,7 @@ def determinize(nfa: NFA, start: int, end: int, max_states: int = 100_000) -> DF
 
 
 def minimize(dfa: DFA) -> DFA:
-    """Merge equivalent states (Moore refinement); unreachable states are dropped.
+    """Merge equivalent states (Hopcroft refinement); unreachable states are dropped.
 
     Assumes ``dfa`` is trimmed (no dead states other than missing transitions, which
     all mean the same thing: reject).
@@ -347,77 +347,21 @@ def minimize(dfa: DFA) -> DFA:
     return quotient
 
 
-_HASH_MULT = np.random.default_rng(0x5EED).integers(1, 2**63 - 1, size=4096, dtype=np.int64) | 1
-
-
 def _refine_blocks(trans: list[list[int]], calls: list[dict[int, int]], final: list[bool]) -> list[int]:
-    """Moore partition refinement, vectorized: block id per state (equivalent states share one).
-
-    Each round hashes a state's (block, successor blocks) row to one 64-bit number and splits
-    blocks by it; the fixed point is then verified exactly (every state's row equals its block
-    representative's), falling back to exact tuple signatures in the astronomically unlikely
-    case of a hash collision.
-    """
+    """Block id per state; equivalent states (same finality, same behaviour on every byte class
+    and every call) share one. Hopcroft's algorithm with call edges as extra symbols."""
     n = len(trans)
     if n == 0:
         return []
     callees = sorted({r for c in calls for r in c})
     col = {r: i for i, r in enumerate(callees)}
-    t = np.asarray(trans, dtype=np.int64).reshape(n, -1)
-    c = np.full((n, len(callees)), -1, dtype=np.int64)
+    delta = np.full((n, len(trans[0]) + len(callees)), -1, dtype=np.int32)
+    delta[:, : len(trans[0])] = np.asarray(trans, dtype=np.int32).reshape(n, -1)
+    base = len(trans[0])
     for s, cs in enumerate(calls):
         for r, tgt in cs.items():
-            c[s, col[r]] = tgt
-    targets = np.concatenate([t, c], axis=1)
-    width = targets.shape[1]
-    if width + 2 > _HASH_MULT.shape[0]:
-        return _refine_blocks_exact(trans, calls, final)
-    missing = targets < 0
-    safe = np.where(missing, 0, targets)
-    mult = _HASH_MULT[: width + 2]
-    init = np.asarray(final, dtype=np.int64) * mult[0] + ((c >= 0).astype(np.int64) @ _HASH_MULT[1 : 1 + c.shape[1]])
-    _, block = np.unique(init, return_inverse=True)
-    block = block.reshape(-1).astype(np.int64)
-    nblocks = int(block.max()) + 1
-    with np.errstate(over="ignore"):
-        while True:
-            sig = np.where(missing, -1, block[safe])
-            h = block * mult[0] + (sig + 1) @ mult[2:]
-            _, new_block = np.unique(h, return_inverse=True)
-            new_block = new_block.reshape(-1).astype(np.int64)
-            count = int(new_block.max()) + 1
-            block = new_block
-            if count == nblocks:
-                break
-            nblocks = count
-    # exact verification of the fixed point
-    sig = np.where(missing, -1, block[safe])
-    rep = np.zeros(nblocks, dtype=np.int64)
-    rep[block[::-1]] = np.arange(n - 1, -1, -1)
-    if not (np.array_equal(sig, sig[rep[block]]) and np.array_equal(np.asarray(final)[rep[block]], np.asarray(final))):
-        return _refine_blocks_exact(trans, calls, final)
-    return block.tolist()
-
-
-def _refine_blocks_exact(trans: list[list[int]], calls: list[dict[int, int]], final: list[bool]) -> list[int]:
-    """Moore refinement with exact tuple signatures (the fallback of :func:`_refine_blocks`)."""
-    n = len(trans)
-    block = [0] * n
-    sig0: dict[tuple, int] = {}
-    for s in range(n):
-        block[s] = sig0.setdefault((final[s], tuple(sorted(calls[s]))), len(sig0))
-    nblocks = len(sig0)
-    while True:
-        sigs: dict[tuple, int] = {}
-        new_block = [0] * n
-        for s in range(n):
-            key = (block[s], tuple(block[t] if t >= 0 else -1 for t in trans[s]),
-                   tuple((r, block[t]) for r, t in sorted(calls[s].items())))
-            new_block[s] = sigs.setdefault(key, len(sigs))
-        block = new_block
-        if len(sigs) == nblocks:
-            return block
-        nblocks = len(sigs)
+            delta[s, base + col[r]] = tgt
+    return hopcroft_blocks(delta, np.asarray(final, dtype=np.uint8)).tolist()
 
 
 def _bfs_order(dfa: DFA) -> list[int]:
