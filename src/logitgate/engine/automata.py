@@ -308,43 +308,25 @@ def determinize(nfa: NFA, start: int, end: int, max_states: int = 100_000) -> DF
 
 
 def minimize(dfa: DFA) -> DFA:
-    """Merge equivalent states (Hopcroft refinement); unreachable states are dropped.
+    """Merge equivalent states (Hopcroft refinement), numbered breadth-first from the start.
 
-    Assumes ``dfa`` is trimmed (no dead states other than missing transitions, which
-    all mean the same thing: reject).
+    Assumes ``dfa`` is trimmed (every state live and reachable; missing transitions all mean
+    the same thing: reject).
     """
     n = dfa.num_states
-    # reachable states from start, in BFS order (canonical numbering)
-    order = _bfs_order(dfa)
-    idx = {s: i for i, s in enumerate(order)}
-    trans = [[(idx[t] if t >= 0 else -1) for t in dfa.trans[s]] for s in order]
-    calls = [{r: idx[t] for r, t in dfa.calls[s].items()} for s in order]
-    final = [dfa.final[s] for s in order]
-    n = len(order)
-    block = _refine_blocks(trans, calls, final)
-    # Build quotient, renumbered by BFS from the start block for a canonical order.
-    rep: dict[int, int] = {}
-    for s in range(n):
-        rep.setdefault(block[s], s)
-    q_trans = {b: [(block[t] if t >= 0 else -1) for t in trans[s]] for b, s in rep.items()}
-    q_calls = {b: {r: block[t] for r, t in calls[s].items()} for b, s in rep.items()}
-    q_final = {b: final[s] for b, s in rep.items()}
-    quotient = DFA(dfa.classes, [], [], [], 0)
-    border = [block[0]]
-    bidx = {block[0]: 0}
-    k = 0
-    while k < len(border):
-        b = border[k]
-        k += 1
-        for t in list(q_trans[b]) + [t for _, t in sorted(q_calls[b].items())]:
-            if t >= 0 and t not in bidx:
-                bidx[t] = len(border)
-                border.append(t)
-    for b in border:
-        quotient.trans.append([(bidx[t] if t >= 0 else -1) for t in q_trans[b]])
-        quotient.calls.append({r: bidx[t] for r, t in q_calls[b].items()})
-        quotient.final.append(q_final[b])
-    return quotient
+    block = np.asarray(_refine_blocks(dfa.trans, dfa.calls, dfa.final), dtype=np.int32)
+    nb = int(block.max()) + 1 if n else 0
+    if nb == n:
+        return trim(dfa) or dfa  # already minimal: only renumber canonically
+    rep = np.full(nb, -1, dtype=np.int64)
+    rep[block[::-1]] = np.arange(n - 1, -1, -1)  # first state of each block
+    table = np.asarray(dfa.trans, dtype=np.int32).reshape(n, len(dfa.classes))[rep]
+    q_trans = np.where(table >= 0, block[np.maximum(table, 0)], -1).tolist()
+    reps = rep.tolist()
+    q_calls = [{r: int(block[t]) for r, t in dfa.calls[s].items()} for s in reps]
+    q_final = [dfa.final[s] for s in reps]
+    quotient = DFA(dfa.classes, q_trans, q_final, q_calls, int(block[dfa.start]))
+    return trim(quotient) or quotient  # renumbers breadth-first from the start block
 
 
 def _refine_blocks(trans: list[list[int]], calls: list[dict[int, int]], final: list[bool]) -> list[int]:
@@ -362,20 +344,6 @@ def _refine_blocks(trans: list[list[int]], calls: list[dict[int, int]], final: l
         for r, tgt in cs.items():
             delta[s, base + col[r]] = tgt
     return hopcroft_blocks(delta, np.asarray(final, dtype=np.uint8)).tolist()
-
-
-def _bfs_order(dfa: DFA) -> list[int]:
-    seen = {dfa.start}
-    order = [dfa.start]
-    i = 0
-    while i < len(order):
-        s = order[i]
-        i += 1
-        for t in list(dfa.trans[s]) + [t for _, t in sorted(dfa.calls[s].items())]:
-            if t >= 0 and t not in seen:
-                seen.add(t)
-                order.append(t)
-    return order
 
 
 def is_productive(dfa: DFA, productive_calls: Callable[[int], bool] = lambda r: True) -> bool:
