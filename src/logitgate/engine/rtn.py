@@ -7,7 +7,8 @@ set of flat numpy arrays that the numba kernels in :mod:`._walk` step through:
 * ``trans[state * num_classes + cls]`` → next state or -1
 * ``final[state]`` → the state's rule may end here (pop)
 * call *chains* per state: the ways a byte can be consumed by first entering one or
-  more rules (left corners), each a target start state plus the return states pushed.
+  more rules (left corners), each a target start state plus the return states pushed
+  (a return state that could only pop is not pushed: tail calls keep the stack flat).
 
 A parser configuration is a set of stacks; a stack is a top state plus a parent frame
 (see :mod:`._walk`). Left recursion has no finite chain set and is reported as a
