@@ -11,6 +11,14 @@ from numba import njit
 
 
 @njit(nogil=True, cache=True)
+def grow(a, size, fill):
+    """``a`` copied into a new array of ``size`` entries (along axis 0), the new tail set to ``fill``."""
+    out = np.full((size,) + a.shape[1:], fill, dtype=a.dtype)  # noqa: RUF005 (numba: no tuple unpacking)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit(nogil=True, cache=True)
 def trim_order(trans, final, call_ptr, call_dst, start):
     """States that can reach a final state and are reachable from ``start`` through such states.
 
@@ -118,15 +126,9 @@ def product_table(ta, tb, fa, fb, ca, cb, sa, sb, max_states):
                 j = m
                 ids[key] = j
                 if m >= pa.shape[0]:
-                    grown = np.empty(2 * m, dtype=np.int64)
-                    grown[:m] = pa[:m]
-                    pa = grown
-                    grown = np.empty(2 * m, dtype=np.int64)
-                    grown[:m] = pb[:m]
-                    pb = grown
-                    t2 = np.full((2 * m, k), -1, dtype=np.int32)
-                    t2[:m] = trans[:m]
-                    trans = t2
+                    pa = grow(pa, 2 * m, 0)
+                    pb = grow(pb, 2 * m, 0)
+                    trans = grow(trans, 2 * m, -1)
                 pa[m] = tp
                 pb[m] = tq
                 m += 1
@@ -141,12 +143,8 @@ def product_table(ta, tb, fa, fb, ca, cb, sa, sb, max_states):
 @njit(nogil=True, cache=True)
 def _push_work(wb, wa, nw, b, a):
     if nw >= wb.shape[0]:
-        g = np.empty(2 * wb.shape[0], dtype=np.int32)
-        g[:nw] = wb[:nw]
-        wb = g
-        g = np.empty(2 * wa.shape[0], dtype=np.int32)
-        g[:nw] = wa[:nw]
-        wa = g
+        wb = grow(wb, 2 * nw, 0)
+        wa = grow(wa, 2 * nw, 0)
     wb[nw] = b
     wa[nw] = a
     return wb, wa, nw + 1

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._automata_kernels import grow
+
 #: returned when every string of the cover survives
 INFINITE = -1
 
@@ -25,13 +27,6 @@ def _hash(buf, n):
     for k in range(n):
         h = (h ^ np.uint64(buf[k])) * np.uint64(0x100000001B3)
     return h
-
-
-@njit(nogil=True, cache=True)
-def _grow(a, size, fill):
-    out = np.full(size, fill, dtype=a.dtype)
-    out[: a.shape[0]] = a
-    return out
 
 
 @njit(nogil=True, cache=True)
@@ -121,7 +116,7 @@ def survival_search(
                             if x > 0 and buf[x - 1] == t:
                                 continue
                             if n >= buf.shape[0]:
-                                buf = _grow(buf, 2 * n, 0)
+                                buf = grow(buf, 2 * n, 0)
                             for y in range(n, x, -1):
                                 buf[y] = buf[y - 1]
                             buf[x] = t
@@ -135,10 +130,10 @@ def survival_search(
                             nxt = n_sets
                             end = set_off[n_sets]
                             if end + n > set_data.shape[0]:
-                                set_data = _grow(set_data, 2 * (end + n), 0)
+                                set_data = grow(set_data, 2 * (end + n), 0)
                             set_data[end:end + n] = buf[:n]
                             if n_sets + 2 > set_off.shape[0]:
-                                set_off = _grow(set_off, 2 * set_off.shape[0], 0)
+                                set_off = grow(set_off, 2 * set_off.shape[0], 0)
                             set_off[n_sets + 1] = end + n
                             n_sets += 1
                             table[slot] = nxt
@@ -148,8 +143,8 @@ def survival_search(
                                     lo, hi = set_off[x], set_off[x + 1]
                                     table[_lookup(table, set_data[lo:hi], hi - lo, set_data, set_off)] = x
                             if n_sets * nq > dist.shape[0]:
-                                dist = _grow(dist, 2 * n_sets * nq, _UNSEEN)
-                                succ_of = _grow(succ_of, 2 * n_sets * ncls, _UNKNOWN)
+                                dist = grow(dist, 2 * n_sets * nq, _UNSEEN)
+                                succ_of = grow(succ_of, 2 * n_sets * ncls, _UNKNOWN)
                     succ_of[sid * ncls + c] = nxt
                 if nxt == _DEAD:
                     return d  # a string of d complete characters and part of one more dies here
@@ -160,7 +155,7 @@ def survival_search(
                         break
                 if not dup:
                     if n_succ >= succs.shape[0]:
-                        succs = _grow(succs, 2 * n_succ, 0)
+                        succs = grow(succs, 2 * n_succ, 0)
                     succs[n_succ] = nxt
                     n_succ += 1
             for x in range(n_succ):

@@ -310,14 +310,14 @@ def determinize(nfa: NFA, start: int, end: int, max_states: int = 100_000) -> DF
 def minimize(dfa: DFA) -> DFA:
     """Merge equivalent states (Hopcroft refinement), numbered breadth-first from the start.
 
-    Assumes ``dfa`` is trimmed (every state live and reachable; missing transitions all mean
-    the same thing: reject).
+    Assumes ``dfa`` comes from :func:`trim` (every state live and reachable, numbered
+    breadth-first; missing transitions all mean the same thing: reject).
     """
     n = dfa.num_states
     block = np.asarray(_refine_blocks(dfa.trans, dfa.calls, dfa.final), dtype=np.int32)
     nb = int(block.max()) + 1 if n else 0
     if nb == n:
-        return trim(dfa) or dfa  # already minimal: only renumber canonically
+        return dfa  # already minimal, and trim's numbering is the canonical one
     rep = np.full(nb, -1, dtype=np.int64)
     rep[block[::-1]] = np.arange(n - 1, -1, -1)  # first state of each block
     table = np.asarray(dfa.trans, dtype=np.int32).reshape(n, len(dfa.classes))[rep]
@@ -325,8 +325,9 @@ def minimize(dfa: DFA) -> DFA:
     reps = rep.tolist()
     q_calls = [{r: int(block[t]) for r, t in dfa.calls[s].items()} for s in reps]
     q_final = [dfa.final[s] for s in reps]
-    quotient = DFA(dfa.classes, q_trans, q_final, q_calls, int(block[dfa.start]))
-    return trim(quotient) or quotient  # renumbers breadth-first from the start block
+    out = trim(DFA(dfa.classes, q_trans, q_final, q_calls, int(block[dfa.start])))  # renumbers canonically
+    assert out is not None, "a quotient of a trimmed DFA is live"
+    return out
 
 
 def _refine_blocks(trans: list[list[int]], calls: list[dict[int, int]], final: list[bool]) -> list[int]:

@@ -4,8 +4,8 @@ Inside an unconstrained context (the body of a JSON string, a comment) a state a
 almost every token, and walking the whole trie is the most expensive thing a mask can
 cost. Following llguidance's "slicer", the vocabulary is partitioned once per tokenizer
 into *slices*: the tokens matching ``C{1,10}``, ``C{11,30}``, ``C{31,}`` (``C`` = a
-character a JSON string may hold unescaped, except DEL and U+2028/U+2029), plus the remainder. Each slice has its own
-trie and bitset. For a state whose language (within its rule frame) contains every
+character a JSON string may hold unescaped, except DEL and U+2028/U+2029), plus the
+remainder. Each slice has its own trie and bitset. For a state whose language (within its rule frame) contains every
 string of a slice — checked on the automata, exactly — the slice's bitset is OR-ed in
 and its trie is not walked; the other slices are walked as usual.
 
