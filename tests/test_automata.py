@@ -1,13 +1,20 @@
-"""The automata kernels against brute force on random DFAs: minimization, trimming, products."""
+"""The automata against brute force: minimization, trimming and products on random DFAs; DFAs built
+from random IR expressions (Thompson + subset construction in numba) against the set semantics."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from logitgate.engine.automata import ALL_BYTES, DFA, _product, minimize, trim
+from language_oracle import bounded_language, strings
+from logitgate.engine.automata import ALL_BYTES, DFA, Program, _product, class_representatives, minimize, trim
+from logitgate.errors import LimitExceededError
+from logitgate.grammar.ir import Expr, Grammar, alt, and_, byteset, lit, not_, repeat, seq
 
 
 def random_dfa(rng: random.Random, n: int, k: int = 3, density: float = 0.7) -> DFA:
@@ -15,17 +22,19 @@ def random_dfa(rng: random.Random, n: int, k: int = 3, density: float = 0.7) -> 
     trans = [[rng.randrange(n) if rng.random() < density else -1 for _ in range(k)] for _ in range(n)]
     final = [rng.random() < 0.3 for _ in range(n)]
     final[rng.randrange(n)] = True
-    return DFA(classes, trans, final, [{} for _ in range(n)], 0)
+    return DFA.from_lists(classes, trans, final)
 
 
-def language(d: DFA, max_len: int) -> set[tuple[int, ...]]:
-    """Every accepted word (as class sequences) up to ``max_len`` symbols."""
+def language(d: DFA, max_len: int, alphabet: list[int] | None = None) -> set[tuple[int, ...]]:
+    """Every accepted word up to ``max_len`` bytes over ``alphabet`` (default: one byte per class of ``d``)."""
+    if alphabet is None:
+        alphabet = class_representatives(d.byte_class).tolist()
     out = set()
     for length in range(max_len + 1):
-        for word in itertools.product(range(len(d.classes)), repeat=length):
+        for word in itertools.product(alphabet, repeat=length):
             s = d.start
-            for c in word:
-                s = d.trans[s][c]
+            for b in word:
+                s = d.trans[s][d.byte_class[b]]
                 if s < 0:
                     break
             else:
@@ -68,11 +77,14 @@ def test_minimize_keeps_the_language_and_merges_every_equivalent_pair(seed: int)
         return
     m = minimize(d)
     assert m.num_states <= d.num_states
-    assert language(m, 6) == language(d, 6)
+    alphabet = class_representatives(d.byte_class).tolist()  # the result's classes are unions of these
+    assert language(m, 6, alphabet) == language(d, 6, alphabet)
     # minimal: every two states of the result are told apart by some word
     marked = distinguishable_pairs(m)
     for a, b in itertools.combinations(range(m.num_states), 2):
         assert (a, b) in marked, (a, b)
+    # coarsest classes: no two classes behave alike in every state
+    assert len({tuple(m.trans[:, c].tolist()) for c in range(m.num_classes)}) == m.num_classes
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -85,7 +97,7 @@ def test_trim_keeps_the_language_and_only_live_states(seed: int) -> None:
         return
     assert language(t, 6) == language(d, 6)
     for s in range(t.num_states):  # every state reaches a final state
-        assert language(DFA(t.classes, t.trans, t.final, t.calls, s), t.num_states)
+        assert language(dataclasses.replace(t, start=s), t.num_states)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -93,4 +105,51 @@ def test_product_accepts_the_intersection(seed: int) -> None:
     rng = random.Random(seed)
     a, b = random_dfa(rng, rng.randint(1, 8)), random_dfa(rng, rng.randint(1, 8))
     p = _product(a, b, 10_000)
-    assert language(p, 6) == language(a, 6) & language(b, 6)
+    alphabet = class_representatives(p.byte_class).tolist()  # the common refinement of both
+    assert language(p, 6, alphabet) == language(a, 6, alphabet) & language(b, 6, alphabet)
+
+
+def _regular(depth: int) -> st.SearchStrategy[Expr]:
+    leaves = st.sampled_from([lit("a"), lit("b"), lit("ab"), lit("cba"), lit(""), byteset((97, 98)),
+                              byteset((98, 99)), byteset(99, negate=True)])
+
+    def extend(children: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
+        return st.one_of(
+            st.lists(children, min_size=2, max_size=3).map(lambda xs: seq(*xs)),
+            st.lists(children, min_size=1, max_size=3).map(lambda xs: alt(*xs)),
+            st.tuples(children, st.integers(0, 3), st.sampled_from([None, 0, 1, 2, 4])).filter(
+                lambda t: t[2] is None or t[2] >= t[1]).map(lambda t: repeat(t[0], t[1], t[2])),
+            st.lists(children, min_size=2, max_size=2).map(lambda xs: and_(*xs)),
+            children.map(not_),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=depth)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_regular(8))
+def test_program_dfa_accepts_exactly_the_expression(e: Expr) -> None:
+    """Thompson construction (literals, sets, nested bounded/unbounded repeats, embedded And/Not
+    products and complements) + subset construction + trim + minimize keep the language."""
+    alphabet, n = b"abc", 5
+    prog = Program(None)
+    prog.emit(e)
+    dfa, _ = prog.determinize(100_000, 10_000)
+    t = trim(dfa)
+    want = bounded_language(Grammar({"root": e}), alphabet, n)
+    for d in (dfa, t, minimize(t) if t is not None else None):
+        if d is None:
+            assert not want
+            continue
+        assert {w for w in strings(alphabet, n) if d.accepts(w)} == want
+
+
+def test_program_limits_raise_instead_of_growing() -> None:
+    prog = Program(None)
+    prog.emit(repeat(seq(lit("ab"), repeat(byteset((97, 99)), 0, 50)), 0, 100))
+    with pytest.raises(LimitExceededError) as nfa:
+        prog.determinize(1_000, 100_000)
+    assert nfa.value.limit == "max_nfa_states"
+    with pytest.raises(LimitExceededError) as dfa:
+        prog.determinize(1_000_000, 100)
+    assert dfa.value.limit == "max_dfa_states"

@@ -1,16 +1,19 @@
-"""Byte-level automata: NFA construction from IR, subset construction, products, minimization.
+"""Byte-level automata: IR expressions to minimal DFAs with call edges, all on numpy arrays.
 
-The engine represents every *called* grammar rule as a DFA over bytes plus "call" edges
-(one per callee rule). This module builds those DFAs from IR expressions:
+The engine represents every *called* grammar rule as a DFA over byte classes plus "call"
+edges (one symbol per callee rule). This module builds those DFAs:
 
-* :class:`NFA` — Thompson construction with epsilon edges, byte-set edges (256-bit
-  Python ints) and call edges; references to rules that are inlined are expanded in place.
-* :func:`determinize` — subset construction; call edges are symbols like bytes.
-* :func:`minimize` — Hopcroft partition refinement (finality, byte classes, call symbols).
-* ``And``/``Not`` sub-expressions are compiled to standalone call-free DFAs, combined by
-  product / complement, and embedded back into the NFA.
+* :class:`Program` walks an IR expression once and emits a compact postfix program (literal
+  bytes, byte sets, sequence/alternation/repetition, calls); rules that are inlined are
+  expanded in place, ``And``/``Not`` sub-expressions are compiled to standalone call-free
+  DFAs (product / complement) and embedded.
+* :meth:`Program.determinize` runs Thompson construction and subset construction in one numba
+  kernel (:mod:`._construction_kernels`) over the coarsest byte classes the program needs.
+* :func:`trim` and :func:`minimize` (Hopcroft) run in numba too (:mod:`._automata_kernels`);
+  a trimmed DFA is numbered breadth-first from its start, so minimal DFAs are canonical.
 
-Every construction is bounded (``max_states``) and raises :class:`LimitExceededError`.
+Byte classes are numbered by their lowest byte. Every construction is bounded (state limits)
+and raises :class:`LimitExceededError`.
 """
 
 from __future__ import annotations
@@ -24,15 +27,16 @@ import numpy as np
 
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq, iter_refs
+from . import _construction_kernels as K
 from ._automata_kernels import hopcroft_blocks, product_table, trim_order
 
 __all__ = [
     "ALL_BYTES",
     "DFA",
-    "NFA",
+    "Program",
     "RefResolver",
-    "byte_partition",
-    "determinize",
+    "canonical_classes",
+    "class_representatives",
     "is_productive",
     "minimize",
     "standalone_dfa",
@@ -41,270 +45,293 @@ __all__ = [
 
 ALL_BYTES = (1 << 256) - 1
 
-# A resolver tells the NFA builder what to do with a rule reference:
+# A resolver tells the program builder what to do with a rule reference:
 #   ("inline", expr)            expand the rule body in place
 #   ("call", rule_id, nullable) emit a call edge (plus an epsilon skip if the rule is nullable)
 RefResolver = Callable[[str], tuple]
 
-
-@dataclass
-class NFA:
-    """A mutable Thompson NFA over bytes with call edges."""
-
-    max_states: int = 200_000
-    eps: list[list[int]] = field(default_factory=list)
-    edges: list[list[tuple[int, int]]] = field(default_factory=list)  # (byte mask, target)
-    calls: list[list[tuple[int, int]]] = field(default_factory=list)  # (rule id, target)
-
-    def new_state(self) -> int:
-        n = len(self.eps)
-        if n >= self.max_states:
-            raise LimitExceededError(
-                f"grammar automaton exceeds {self.max_states} NFA states", limit="max_nfa_states"
-            )
-        self.eps.append([])
-        self.edges.append([])
-        self.calls.append([])
-        return n
-
-    def __len__(self) -> int:
-        return len(self.eps)
-
-    # ------------------------------------------------------------------ Thompson construction
-    def build(self, expr: Expr, resolve: RefResolver | None, _inlining: tuple[str, ...] = ()) -> tuple[int, int]:
-        """Add a fragment for ``expr``; returns ``(start, end)`` states."""
-        if isinstance(expr, Bytes):
-            s = self.new_state()
-            cur = s
-            for b in expr.value:
-                nxt = self.new_state()
-                self.edges[cur].append((1 << b, nxt))
-                cur = nxt
-            return s, cur
-        if isinstance(expr, ByteSet):
-            s, e = self.new_state(), self.new_state()
-            self.edges[s].append((expr.to_mask(), e))
-            return s, e
-        if isinstance(expr, Seq):
-            s, cur = self.build(expr.items[0], resolve, _inlining)
-            for it in expr.items[1:]:
-                a, b = self.build(it, resolve, _inlining)
-                self.eps[cur].append(a)
-                cur = b
-            return s, cur
-        if isinstance(expr, Alt):
-            s, e = self.new_state(), self.new_state()
-            for it in expr.items:
-                a, b = self.build(it, resolve, _inlining)
-                self.eps[s].append(a)
-                self.eps[b].append(e)
-            return s, e
-        if isinstance(expr, Repeat):
-            return self._build_repeat(expr, resolve, _inlining)
-        if isinstance(expr, Ref):
-            if resolve is None:
-                raise GrammarError(f"rule reference {expr.name!r} is not allowed here")
-            how = resolve(expr.name)
-            if how[0] == "inline":
-                if expr.name in _inlining:
-                    raise GrammarError(f"rule {expr.name!r} is recursive and cannot be inlined")
-                return self.build(how[1], resolve, (*_inlining, expr.name))
-            _, rule_id, nullable = how
-            s, e = self.new_state(), self.new_state()
-            self.calls[s].append((rule_id, e))
-            if nullable:
-                self.eps[s].append(e)
-            return s, e
-        if isinstance(expr, And | Not):
-            dfa = standalone_dfa(expr, resolve, self.max_states, _inlining)
-            return self.embed(dfa)
-        raise GrammarError(f"unknown IR node {expr!r}")
-
-    def _build_repeat(self, expr: Repeat, resolve: RefResolver | None, inl: tuple[str, ...]) -> tuple[int, int]:
-        s = self.new_state()
-        cur = s
-        for _ in range(expr.min):
-            a, b = self.build(expr.item, resolve, inl)
-            self.eps[cur].append(a)
-            cur = b
-        if expr.max is None:
-            loop = self.new_state()
-            self.eps[cur].append(loop)
-            a, b = self.build(expr.item, resolve, inl)
-            self.eps[loop].append(a)
-            self.eps[b].append(loop)
-            return s, loop
-        end = self.new_state()
-        for _ in range(expr.max - expr.min):
-            a, b = self.build(expr.item, resolve, inl)
-            self.eps[cur].append(a)
-            self.eps[cur].append(end)
-            cur = b
-        self.eps[cur].append(end)
-        return s, end
-
-    def embed(self, dfa: DFA) -> tuple[int, int]:
-        """Copy a call-free DFA into this NFA as a fragment."""
-        base = len(self.eps)
-        for _ in range(dfa.num_states):
-            self.new_state()
-        end = self.new_state()
-        for i in range(dfa.num_states):
-            for mask, t in dfa.edge_masks(i):
-                self.edges[base + i].append((mask, base + t))
-            if dfa.final[i]:
-                self.eps[base + i].append(end)
-        return base + dfa.start, end
-
-    # ------------------------------------------------------------------ closure
-    def closure(self, states: frozenset[int] | set[int]) -> frozenset[int]:
-        stack = list(states)
-        seen = set(states)
-        eps = self.eps
-        while stack:
-            for t in eps[stack.pop()]:
-                if t not in seen:
-                    seen.add(t)
-                    stack.append(t)
-        return frozenset(seen)
+_NO_CALLS = np.zeros(0, dtype=np.int32)
 
 
-def byte_partition(masks: list[int] | set[int]) -> list[int]:
-    """Coarsest partition of the 256 bytes that refines every mask; returns the class masks."""
-    classes = [ALL_BYTES]
-    for m in set(masks):
-        if m == ALL_BYTES or m == 0:
-            continue
-        nxt = []
-        for c in classes:
-            a = c & m
-            if a and a != c:
-                nxt.append(a)
-                nxt.append(c & ~m)
-            else:
-                nxt.append(c)
-        classes = nxt
-    return classes
+def canonical_classes(signature: np.ndarray) -> np.ndarray:
+    """Class id per byte for bytes grouped by equal ``signature`` rows (``[256]`` or ``[256, w]``),
+    classes numbered in the order of their lowest byte."""
+    sig = np.ascontiguousarray(signature)
+    if sig.ndim == 2:
+        sig = sig.view(np.dtype((np.void, sig.dtype.itemsize * sig.shape[1]))).ravel()
+    _, first, inverse = np.unique(sig, return_index=True, return_inverse=True)
+    rank = np.empty(first.shape[0], dtype=np.int32)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0], dtype=np.int32)
+    return rank[inverse.ravel()]
 
 
-@dataclass
+def class_representatives(byte_class: np.ndarray) -> np.ndarray:
+    """The lowest byte of each class (classes numbered as by :func:`canonical_classes`)."""
+    return np.unique(byte_class, return_index=True)[1]
+
+
+def _mask_bits(mask: int) -> np.ndarray:
+    """A 256-bit byte mask as bool[256]."""
+    return np.unpackbits(np.frombuffer(mask.to_bytes(32, "little"), dtype=np.uint8), bitorder="little").astype(bool)
+
+
+@dataclass(eq=False)
 class DFA:
-    """A DFA over byte classes with call edges.
+    """A DFA over byte classes with call edges, as arrays.
 
-    ``classes`` are disjoint byte masks covering all 256 bytes; ``trans[s][c]`` is the
-    target of class ``c`` from state ``s`` or -1; ``calls[s]`` maps callee rule id to
-    target; ``final[s]`` marks accepting states.
+    ``byte_class[b]`` is the class of byte ``b``; ``trans[s, c]`` the target of class ``c`` from
+    state ``s`` or -1; ``final[s]`` marks accepting states; call edges ``(call_src[i],
+    call_rule[i]) -> call_dst[i]`` are sorted by source, then rule.
     """
 
-    classes: list[int]
-    trans: list[list[int]]
-    final: list[bool]
-    calls: list[dict[int, int]]
+    byte_class: np.ndarray
+    trans: np.ndarray
+    final: np.ndarray
+    call_src: np.ndarray = field(default_factory=lambda: _NO_CALLS)
+    call_rule: np.ndarray = field(default_factory=lambda: _NO_CALLS)
+    call_dst: np.ndarray = field(default_factory=lambda: _NO_CALLS)
     start: int = 0
+
+    @classmethod
+    def from_lists(cls, classes: list[int], trans: list[list[int]], final: list[bool],
+                   calls: list[dict[int, int]] | None = None, start: int = 0) -> DFA:
+        """A DFA from class masks (disjoint, covering all bytes), rows of targets and finality."""
+        byte_class = np.full(256, -1, dtype=np.int32)
+        for c, m in enumerate(classes):
+            byte_class[_mask_bits(m)] = c
+        if (byte_class < 0).any():
+            raise ValueError("classes do not cover all bytes")
+        src, rule, dst = [], [], []
+        for s, cm in enumerate(calls or []):
+            for r, t in sorted(cm.items()):
+                src.append(s)
+                rule.append(r)
+                dst.append(t)
+        table = np.asarray(trans, dtype=np.int32).reshape(len(trans), len(classes))
+        return cls(byte_class, table, np.asarray(final, dtype=bool), np.asarray(src, dtype=np.int32),
+                   np.asarray(rule, dtype=np.int32), np.asarray(dst, dtype=np.int32), start)
 
     @property
     def num_states(self) -> int:
-        return len(self.trans)
+        return int(self.trans.shape[0])
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.trans.shape[1])
+
+    @property
+    def classes(self) -> list[int]:
+        """Class masks (256-bit ints), by class id."""
+        cached = self.__dict__.get("_classes")
+        if cached is None:
+            cached = [int.from_bytes(np.packbits(self.byte_class == c, bitorder="little").tobytes(), "little")
+                      for c in range(self.num_classes)]
+            self.__dict__["_classes"] = cached
+        return cached
+
+    def calls_of(self, s: int) -> dict[int, int]:
+        """Call edges of state ``s``: callee rule -> target."""
+        lo, hi = np.searchsorted(self.call_src, [s, s + 1])
+        return dict(zip(self.call_rule[lo:hi].tolist(), self.call_dst[lo:hi].tolist()))
 
     def edge_masks(self, s: int) -> list[tuple[int, int]]:
         """Outgoing byte edges of ``s`` as (mask, target), classes with the same target merged."""
         by_target: dict[int, int] = {}
-        for c, t in enumerate(self.trans[s]):
+        classes = self.classes
+        for c, t in enumerate(self.trans[s].tolist()):
             if t >= 0:
-                by_target[t] = by_target.get(t, 0) | self.classes[c]
+                by_target[t] = by_target.get(t, 0) | classes[c]
         return [(m, t) for t, m in by_target.items()]
 
     def accepts(self, data: bytes) -> bool:
         """Membership for call-free DFAs (tests and debugging)."""
         s = self.start
         for b in data:
-            c = self.class_of(b)
-            s = self.trans[s][c]
+            s = int(self.trans[s, self.byte_class[b]])
             if s < 0:
                 return False
-        return self.final[s]
-
-    def class_of(self, byte: int) -> int:
-        bit = 1 << byte
-        for i, m in enumerate(self.classes):
-            if m & bit:
-                return i
-        raise AssertionError("classes do not cover all bytes")
+        return bool(self.final[s])
 
 
-def determinize(nfa: NFA, start: int, end: int, max_states: int = 100_000) -> DFA:
-    """Subset construction; NFA state ``end`` is the only accepting state."""
-    masks = {m for es in nfa.edges for m, _ in es}
-    classes = byte_partition(masks)
-    # For each distinct mask, the list of class indices it covers.
-    cover: dict[int, list[int]] = {}
-    for m in masks:
-        cover[m] = [i for i, c in enumerate(classes) if c & m]
-    ncls = len(classes)
-    # DFA states are sets of *important* NFA states (with byte or call edges, or ``end``):
-    # the epsilon-only states in a closure never change what happens next.
-    edges, ncalls = nfa.edges, nfa.calls
-    single: dict[int, frozenset[int]] = {}
+# ---------------------------------------------------------------------------- IR -> program
 
-    def closure_of(q: int) -> frozenset[int]:
-        c = single.get(q)
-        if c is None:
-            c = frozenset(x for x in nfa.closure((q,)) if edges[x] or ncalls[x] or x == end)
-            single[q] = c
-        return c
+_SET_MASKS: dict[ByteSet, int] = {}
 
-    def closure(states: set[int]) -> frozenset[int]:
-        if len(states) == 1:
-            return closure_of(next(iter(states)))
-        out: set[int] = set()
-        for q in states:
-            out |= closure_of(q)
-        return frozenset(out)
 
-    s0 = closure({start})
-    ids: dict[frozenset[int], int] = {s0: 0}
-    order = [s0]
-    trans: list[list[int]] = []
-    final: list[bool] = []
-    calls: list[dict[int, int]] = []
+def _set_mask(e: ByteSet) -> int:
+    m = _SET_MASKS.get(e)
+    if m is None:
+        if len(_SET_MASKS) > 50_000:
+            _SET_MASKS.clear()
+        m = _SET_MASKS[e] = e.to_mask()
+    return m
 
-    def intern(states: set[int]) -> int:
-        T = closure(states)
-        j = ids.get(T)
+
+class Program:
+    """The postfix program of one expression (see :mod:`._construction_kernels`), then its DFA.
+
+    Example::
+
+        >>> from logitgate.grammar.ir import lit, alt
+        >>> p = Program(None)
+        >>> p.emit(alt(lit("ab"), lit("ac")))
+        >>> d = p.determinize(1000, 1000)[0]
+        >>> d.accepts(b"ac"), d.accepts(b"a")
+        (True, False)
+    """
+
+    def __init__(self, resolve: RefResolver | None, max_dfa_states: int = 100_000):
+        self.resolve = resolve
+        self.max_dfa_states = max_dfa_states
+        self.ops: list[int] = []
+        self.lit = bytearray()
+        self.sets: dict[int, int] = {}
+        self.embeds: list[tuple[DFA, list[int]]] = []
+
+    def _set_id(self, mask: int) -> int:
+        j = self.sets.get(mask)
         if j is None:
-            j = len(order)
-            if j >= max_states:
-                raise LimitExceededError(f"grammar automaton exceeds {max_states} DFA states", limit="max_dfa_states")
-            ids[T] = j
-            order.append(T)
+            j = self.sets[mask] = 256 + len(self.sets)
         return j
 
-    i = 0
-    while i < len(order):
-        S = order[i]
-        i += 1
-        per_class: list[set[int] | None] = [None] * ncls
-        per_call: dict[int, set[int]] = {}
-        for q in S:
-            for m, t in edges[q]:
-                for c in cover[m]:
-                    tgt = per_class[c]
-                    if tgt is None:
-                        per_class[c] = {t}
-                    else:
-                        tgt.add(t)
-            for r, t in ncalls[q]:
-                per_call.setdefault(r, set()).add(t)
-        row = [-1] * ncls
-        for c in range(ncls):
-            tgt = per_class[c]
-            if tgt:
-                row[c] = intern(tgt)
-        crow = {r: intern(per_call[r]) for r in sorted(per_call)}
-        trans.append(row)
-        final.append(end in S)
-        calls.append(crow)
-    return DFA(classes, trans, final, calls, 0)
+    def emit(self, e: Expr, inlining: tuple[str, ...] = ()) -> None:
+        """Append the program of ``e``; ``inlining`` names the rules being expanded around it."""
+        ops = self.ops
+        t = type(e)
+        if t is Bytes:
+            v = e.value
+            if v:
+                ops += (K.OP_LIT, len(self.lit), len(v))
+                self.lit += v
+            else:
+                ops.append(K.OP_EMPTY)
+        elif t is ByteSet:
+            ops += (K.OP_SET, self._set_id(_set_mask(e)))
+        elif t is Seq or t is Alt:
+            if not e.items and t is Seq:
+                ops.append(K.OP_EMPTY)
+                return
+            for it in e.items:
+                self.emit(it, inlining)
+            ops += (K.OP_SEQ if t is Seq else K.OP_ALT, len(e.items))
+        elif t is Repeat:
+            self.emit(e.item, inlining)
+            ops += (K.OP_REP, e.min, -1 if e.max is None else e.max)
+        elif t is Ref:
+            if self.resolve is None:
+                raise GrammarError(f"rule reference {e.name!r} is not allowed here")
+            how = self.resolve(e.name)
+            if how[0] == "inline":
+                if e.name in inlining:
+                    raise GrammarError(f"rule {e.name!r} is recursive and cannot be inlined")
+                self.emit(how[1], (*inlining, e.name))
+            else:
+                ops += (K.OP_CALL, how[1], 1 if how[2] else 0)
+        elif t is And or t is Not:
+            self._embed(standalone_dfa(e, self.resolve, self.max_dfa_states, inlining))
+        else:
+            raise GrammarError(f"unknown IR node {e!r}")
+
+    def _embed(self, dfa: DFA) -> None:
+        self.ops += (K.OP_EMBED, len(self.embeds))
+        self.embeds.append((dfa, [self._set_id(m) for m in dfa.classes]))
+
+    def _classes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Coarsest byte classes refining every mask used; ``(byte_class, mask_ptr, mask_cls)``."""
+        used = np.zeros(256, dtype=bool)
+        if self.lit:
+            used[np.frombuffer(bytes(self.lit), dtype=np.uint8)] = True
+        sig = np.where(used, np.arange(256, dtype=np.int32), -1).reshape(256, 1)
+        if self.sets:
+            member = np.stack([_mask_bits(m) for m in self.sets])  # [nsets, 256]
+            packed = np.packbits(member, axis=0).T.astype(np.int32)  # [256, ceil(nsets/8)]
+            sig = np.concatenate([sig, packed], axis=1)
+        byte_class = canonical_classes(sig)
+        ptr = np.arange(257, dtype=np.int64)
+        cls = byte_class
+        if self.sets:
+            hit = member[:, class_representatives(byte_class)]  # [nsets, ncls]
+            ptr = np.concatenate([ptr, 256 + np.cumsum(hit.sum(axis=1))])
+            cls = np.concatenate([cls, np.nonzero(hit)[1].astype(np.int32)])
+        return byte_class, ptr, cls.astype(np.int32)
+
+    def determinize(self, max_nfa_states: int, max_dfa_states: int) -> tuple[DFA, int]:
+        """The program's DFA (start state 0; unreachable or dead states may remain) and the
+        number of NFA states it took."""
+        byte_class, mask_ptr, mask_cls = self._classes()
+        ncls = int(byte_class.max()) + 1
+        info = np.zeros((len(self.embeds), 6), dtype=np.int64)
+        tr, fi, mk = [np.zeros(0, np.int32)], [np.zeros(0, np.uint8)], [np.zeros(0, np.int32)]
+        t_off = f_off = m_off = 0
+        for i, (d, ids) in enumerate(self.embeds):
+            info[i] = (d.num_states, d.num_classes, t_off, f_off, m_off, d.start)
+            tr.append(d.trans.ravel())
+            fi.append(d.final.astype(np.uint8))
+            mk.append(np.asarray(ids, dtype=np.int32))
+            t_off += d.trans.size
+            f_off += d.num_states
+            m_off += len(ids)
+        status, nfa_states, trans, final, c_src, c_rule, c_dst = K.build_dfa(
+            np.asarray(self.ops, dtype=np.int32), np.frombuffer(bytes(self.lit) or b"\0", dtype=np.uint8),
+            info, np.concatenate(tr), np.concatenate(fi), np.concatenate(mk), mask_ptr, mask_cls,
+            ncls, max_nfa_states, max_dfa_states)
+        if status == K.NFA_LIMIT:
+            raise LimitExceededError(f"grammar automaton exceeds {max_nfa_states} NFA states", limit="max_nfa_states")
+        if status == K.DFA_LIMIT:
+            raise LimitExceededError(f"grammar automaton exceeds {max_dfa_states} DFA states", limit="max_dfa_states")
+        return DFA(byte_class, trans, final.astype(bool), c_src, c_rule, c_dst, 0), int(nfa_states)
+
+
+# ---------------------------------------------------------------------------- trim, minimize
+
+
+def _call_ptr(dfa: DFA, keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """CSR of the call edges (``keep``: a bool per call edge) for :func:`trim_order`."""
+    src, dst = dfa.call_src, dfa.call_dst
+    if keep is not None:
+        src, dst = src[keep], dst[keep]
+    ptr = np.zeros(dfa.num_states + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=dfa.num_states), out=ptr[1:])
+    return ptr, dst
+
+
+def _productive_calls(dfa: DFA, productive: np.ndarray | None) -> np.ndarray | None:
+    if productive is None or dfa.call_rule.shape[0] == 0:
+        return None
+    return productive[dfa.call_rule]
+
+
+def is_productive(dfa: DFA, productive: np.ndarray | None = None) -> bool:
+    """Does ``dfa`` accept any string (calls of rules ``r`` with ``not productive[r]`` are dead)?"""
+    ptr, dst = _call_ptr(dfa, _productive_calls(dfa, productive))
+    order, _ = trim_order(dfa.trans, dfa.final.view(np.uint8), ptr, dst, dfa.start)
+    return order.shape[0] > 0
+
+
+def trim(dfa: DFA, productive: np.ndarray | None = None) -> DFA | None:
+    """Remove states that cannot reach a final state, or are unreachable (and edges to them).
+
+    Calls of rules ``r`` with ``not productive[r]`` are dropped. Returns None if the start
+    state is dead. States are renumbered breadth-first from the start (byte classes in order,
+    then calls by rule), which is the canonical numbering :func:`minimize` relies on.
+    """
+    keep = _productive_calls(dfa, productive)
+    ptr, dst = _call_ptr(dfa, keep)
+    order, index = trim_order(dfa.trans, dfa.final.view(np.uint8), ptr, dst, dfa.start)
+    if order.shape[0] == 0:
+        return None
+    sub = dfa.trans[order]
+    trans = np.where(sub >= 0, index[np.maximum(sub, 0)], -1).astype(np.int32)
+    src, rule, cdst = dfa.call_src, dfa.call_rule, dfa.call_dst
+    if keep is not None:
+        src, rule, cdst = src[keep], rule[keep], cdst[keep]
+    if src.shape[0]:
+        ns, nd = index[src], index[cdst]
+        live = (ns >= 0) & (nd >= 0)
+        ns, rule, nd = ns[live], rule[live], nd[live]
+        o = np.lexsort((rule, ns))
+        src, rule, cdst = ns[o].astype(np.int32), rule[o], nd[o].astype(np.int32)
+    return DFA(dfa.byte_class, trans, dfa.final[order], src, rule, cdst, 0)
 
 
 def minimize(dfa: DFA) -> DFA:
@@ -313,84 +340,47 @@ def minimize(dfa: DFA) -> DFA:
     Assumes ``dfa`` comes from :func:`trim` (every state live and reachable, numbered
     breadth-first; missing transitions all mean the same thing: reject).
     """
-    n = dfa.num_states
-    block = np.asarray(_refine_blocks(dfa.trans, dfa.calls, dfa.final), dtype=np.int32)
-    nb = int(block.max()) + 1 if n else 0
-    if nb == n:
-        return dfa  # already minimal, and trim's numbering is the canonical one
-    rep = np.full(nb, -1, dtype=np.int64)
-    rep[block[::-1]] = np.arange(n - 1, -1, -1)  # first state of each block
-    table = np.asarray(dfa.trans, dtype=np.int32).reshape(n, len(dfa.classes))[rep]
-    q_trans = np.where(table >= 0, block[np.maximum(table, 0)], -1).tolist()
-    reps = rep.tolist()
-    q_calls = [{r: int(block[t]) for r, t in dfa.calls[s].items()} for s in reps]
-    q_final = [dfa.final[s] for s in reps]
-    out = trim(DFA(dfa.classes, q_trans, q_final, q_calls, int(block[dfa.start])))  # renumbers canonically
-    assert out is not None, "a quotient of a trimmed DFA is live"
-    return out
-
-
-def _refine_blocks(trans: list[list[int]], calls: list[dict[int, int]], final: list[bool]) -> list[int]:
-    """Block id per state; equivalent states (same finality, same behaviour on every byte class
-    and every call) share one. Hopcroft's algorithm with call edges as extra symbols."""
-    n = len(trans)
+    n, k = dfa.trans.shape
     if n == 0:
-        return []
-    callees = sorted({r for c in calls for r in c})
-    col = {r: i for i, r in enumerate(callees)}
-    delta = np.full((n, len(trans[0]) + len(callees)), -1, dtype=np.int32)
-    delta[:, : len(trans[0])] = np.asarray(trans, dtype=np.int32).reshape(n, -1)
-    base = len(trans[0])
-    for s, cs in enumerate(calls):
-        for r, tgt in cs.items():
-            delta[s, base + col[r]] = tgt
-    return hopcroft_blocks(delta, np.asarray(final, dtype=np.uint8)).tolist()
+        return dfa
+    callees, col = np.unique(dfa.call_rule, return_inverse=True)
+    delta = np.full((n, k + callees.shape[0]), -1, dtype=np.int32)
+    delta[:, :k] = dfa.trans
+    delta[dfa.call_src, k + col.ravel()] = dfa.call_dst
+    # block ids densely renumbered (the sink's block may hold no state); rep: first state of each
+    _, rep, block = np.unique(hopcroft_blocks(delta, dfa.final.view(np.uint8)), return_index=True,
+                              return_inverse=True)
+    if rep.shape[0] == n:
+        return _merge_classes(dfa)  # already minimal, and trim's numbering is the canonical one
+    table = dfa.trans[rep]
+    q_trans = np.where(table >= 0, block[np.maximum(table, 0)], -1).astype(np.int32)
+    own = rep[block[dfa.call_src]] == dfa.call_src  # calls of each block's representative
+    c_src, c_rule, c_dst = block[dfa.call_src[own]], dfa.call_rule[own], block[dfa.call_dst[own]]
+    o = np.lexsort((c_rule, c_src))
+    q = DFA(dfa.byte_class, q_trans, dfa.final[rep], c_src[o].astype(np.int32), c_rule[o],
+            c_dst[o].astype(np.int32), int(block[dfa.start]))
+    out = trim(q)  # renumbers canonically
+    assert out is not None, "a quotient of a trimmed DFA is live"
+    return _merge_classes(out)
 
 
-def is_productive(dfa: DFA, productive_calls: Callable[[int], bool] = lambda r: True) -> bool:
-    """Does ``dfa`` accept any string (calls of unproductive rules count as dead edges)?"""
-    seen = {dfa.start}
-    stack = [dfa.start]
-    while stack:
-        s = stack.pop()
-        if dfa.final[s]:
-            return True
-        for t in dfa.trans[s]:
-            if t >= 0 and t not in seen:
-                seen.add(t)
-                stack.append(t)
-        for r, t in dfa.calls[s].items():
-            if t not in seen and productive_calls(r):
-                seen.add(t)
-                stack.append(t)
-    return False
+def _merge_classes(dfa: DFA) -> DFA:
+    """The same DFA over the coarsest byte classes: classes whose columns are equal merge.
 
-
-def trim(dfa: DFA, productive_calls: Callable[[int], bool] = lambda r: True) -> DFA | None:
-    """Remove states that cannot reach a final state (and edges to them).
-
-    ``productive_calls(r)`` says whether callee rule ``r`` can derive any string; call
-    edges to unproductive rules are dropped. Returns None if the start state is dead.
-    States are renumbered in breadth-first order from the start (unreachable ones dropped).
+    In a minimal DFA two bytes are interchangeable exactly when every state sends them to the
+    same place, so the result depends only on the language. Breadth-first numbering is kept:
+    a merged class's targets were already reached through the first of its classes.
     """
-    n = dfa.num_states
-    table = np.asarray(dfa.trans, dtype=np.int32).reshape(n, len(dfa.classes))
-    call_ptr = np.zeros(n + 1, dtype=np.int64)
-    call_dst: list[int] = []
-    kept_calls: list[list[tuple[int, int]]] = []
-    for s, cm in enumerate(dfa.calls):
-        kept = [(r, t) for r, t in sorted(cm.items()) if productive_calls(r)]
-        kept_calls.append(kept)
-        call_dst.extend(t for _, t in kept)
-        call_ptr[s + 1] = len(call_dst)
-    order, index = trim_order(table, np.asarray(dfa.final, dtype=np.uint8), call_ptr,
-                              np.asarray(call_dst, dtype=np.int32), dfa.start)
-    if order.shape[0] == 0:
-        return None
-    sub = table[order]
-    trans = np.where(sub >= 0, index[np.maximum(sub, 0)], -1).tolist()
-    calls = [{r: int(index[t]) for r, t in kept_calls[s] if index[t] >= 0} for s in order.tolist()]
-    return DFA(dfa.classes, trans, [dfa.final[s] for s in order.tolist()], calls, 0)
+    k = dfa.num_classes
+    if k <= 1:
+        return dfa
+    group = canonical_classes(np.ascontiguousarray(dfa.trans.T))  # per old class, numbered in class order
+    if int(group.max()) + 1 == k:
+        return dfa
+    byte_class = canonical_classes(group[dfa.byte_class])
+    cols = dfa.byte_class[class_representatives(byte_class)]
+    return DFA(byte_class, np.ascontiguousarray(dfa.trans[:, cols]), dfa.final, dfa.call_src, dfa.call_rule,
+               dfa.call_dst, dfa.start)
 
 
 # ---------------------------------------------------------------------- And / Not
@@ -446,30 +436,26 @@ def _standalone_dfa(
             )
         return how
 
-    nfa = NFA(max_states=max_states * 4)
-    s, e = nfa.build(expr, regular_only, inlining)
-    dfa = determinize(nfa, s, e, max_states)
+    prog = Program(regular_only, max_states)
+    prog.emit(expr, inlining)
+    dfa, _ = prog.determinize(max_states * 4, max_states)
     t = trim(dfa)
-    if t is None:
-        return _empty_dfa()
-    return t
+    return t if t is not None else _empty_dfa()
 
 
 def _empty_dfa() -> DFA:
-    return DFA([ALL_BYTES], [[-1]], [False], [{}], 0)
+    return DFA(np.zeros(256, dtype=np.int32), np.full((1, 1), -1, dtype=np.int32), np.zeros(1, dtype=bool))
 
 
 def _product(a: DFA, b: DFA, max_states: int) -> DFA:
-    classes = byte_partition(a.classes + b.classes)
-    ca = np.array([next(i for i, m in enumerate(a.classes) if m & c) for c in classes], dtype=np.int64)
-    cb = np.array([next(i for i, m in enumerate(b.classes) if m & c) for c in classes], dtype=np.int64)
-    ta = np.asarray(a.trans, dtype=np.int32).reshape(a.num_states, len(a.classes))
-    tb = np.asarray(b.trans, dtype=np.int32).reshape(b.num_states, len(b.classes))
-    trans, final = product_table(ta, tb, np.asarray(a.final, dtype=np.uint8), np.asarray(b.final, dtype=np.uint8),
+    byte_class = canonical_classes(a.byte_class.astype(np.int64) * 256 + b.byte_class)
+    reps = class_representatives(byte_class)
+    ca, cb = a.byte_class[reps].astype(np.int64), b.byte_class[reps].astype(np.int64)
+    trans, final = product_table(a.trans, b.trans, a.final.view(np.uint8), b.final.view(np.uint8),
                                  ca, cb, a.start, b.start, max_states)
     if trans.shape[0] == 0:
         raise LimitExceededError(f"intersection automaton exceeds {max_states} states", limit="max_dfa_states")
-    out = trim(DFA(classes, trans.tolist(), final.astype(bool).tolist(), [{} for _ in range(trans.shape[0])], 0))
+    out = trim(DFA(byte_class, trans, final.astype(bool)))
     return out if out is not None else _empty_dfa()
 
 
@@ -477,9 +463,8 @@ def _complement(a: DFA, max_states: int) -> DFA:
     n = a.num_states
     if n + 1 > max_states:
         raise LimitExceededError(f"complement automaton exceeds {max_states} states", limit="max_dfa_states")
-    sink = n
-    trans = [[(t if t >= 0 else sink) for t in row] for row in a.trans]
-    trans.append([sink] * len(a.classes))
-    final = [not f for f in a.final] + [True]
-    out = trim(DFA(list(a.classes), trans, final, [{} for _ in trans], a.start))
+    trans = np.full((n + 1, a.num_classes), n, dtype=np.int32)
+    trans[:n] = np.where(a.trans >= 0, a.trans, n)
+    final = np.concatenate([~a.final, [True]])
+    out = trim(DFA(a.byte_class, trans, final, start=a.start))
     return out if out is not None else _empty_dfa()

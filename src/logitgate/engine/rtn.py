@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq
-from .automata import DFA, NFA, byte_partition, determinize, is_productive, minimize, trim
+from .automata import DFA, Program, canonical_classes, class_representatives, is_productive, minimize, trim
 
 __all__ = ["RTN", "CompileLimits", "compile_rtn"]
 
@@ -57,8 +57,7 @@ class RTN:
     rule_of_state: np.ndarray  # int32[num_states]
     local_index: np.ndarray  # int32[num_states]: index of the state inside its rule's DFA
     rule_hash: list[str]  # per rule: digest of its DFA and everything it calls
-    byte_class: np.ndarray  # int32[256]
-    class_masks: list[int]
+    byte_class: np.ndarray  # int32[256]: global byte classes, numbered by their lowest byte
     num_classes: int
     trans: np.ndarray  # int32[num_states * num_classes]
     final: np.ndarray  # uint8[num_states]
@@ -73,6 +72,16 @@ class RTN:
     @property
     def num_states(self) -> int:
         return len(self.final)
+
+    @property
+    def class_masks(self) -> list[int]:
+        """Byte mask (a 256-bit int) of each class."""
+        cached = self.__dict__.get("_class_masks")
+        if cached is None:
+            cached = self.__dict__["_class_masks"] = [
+                int.from_bytes(np.packbits(self.byte_class == c, bitorder="little").tobytes(), "little")
+                for c in range(self.num_classes)]
+        return cached
 
     @property
     def root_start(self) -> int:
@@ -234,25 +243,26 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     dfas: list[DFA] = []
     nfa_states = 0
     for name in called:
-        nfa = NFA(max_states=limits.max_nfa_states - nfa_states)
-        s, e = nfa.build(rules[name], resolve)
-        nfa_states += len(nfa)
-        dfas.append(determinize(nfa, s, e, limits.max_dfa_states))
+        prog = Program(resolve, limits.max_dfa_states)
+        prog.emit(rules[name])
+        dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states)
+        nfa_states += used
+        dfas.append(dfa)
 
     # Productivity of rules (fixpoint), then trim + minimize.
-    productive = [False] * len(called)
+    productive = np.zeros(len(called), dtype=bool)
     changed = True
     while changed:
         changed = False
         for i, d in enumerate(dfas):
-            if not productive[i] and is_productive(d, lambda r: productive[r]):
+            if not productive[i] and is_productive(d, productive):
                 productive[i] = True
                 changed = True
     if not productive[0]:
         raise GrammarError(f"the grammar's language is empty (root rule {g.root!r} derives no string)")
     trimmed: list[DFA | None] = []
     for i, d in enumerate(dfas):
-        t = trim(d, lambda r: productive[r]) if productive[i] else None
+        t = trim(d, productive) if productive[i] else None
         trimmed.append(minimize(t) if t is not None else None)
 
     # Keep only rules reachable from the root through call edges.
@@ -263,23 +273,27 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
         d = trimmed[keep[k]]
         k += 1
         assert d is not None
-        for cmap in d.calls:
-            for r in cmap:
-                if r not in seen:
-                    seen.add(r)
-                    keep.append(r)
-    remap = {old: new for new, old in enumerate(keep)}
+        for r in np.unique(d.call_rule).tolist():
+            if r not in seen:
+                seen.add(r)
+                keep.append(r)
+    remap = np.full(len(called), -1, dtype=np.int32)
+    remap[keep] = np.arange(len(keep), dtype=np.int32)
     names = [called[i] for i in keep]
-    rdfas: list[DFA] = [trimmed[i] for i in keep]  # type: ignore[misc]
-    for d in rdfas:
-        d.calls = [{remap[r]: t for r, t in cm.items()} for cm in d.calls]
+    rdfas: list[DFA] = []
+    for i in keep:
+        d = trimmed[i]
+        assert d is not None
+        if d.call_rule.shape[0]:
+            d = DFA(d.byte_class, d.trans, d.final, d.call_src, remap[d.call_rule], d.call_dst, d.start)
+        rdfas.append(d)
 
     _check_left_recursion(names, rdfas)
     return _assemble(names, rdfas, limits, nfa_states)
 
 
 def _check_left_recursion(names: list[str], dfas: list[DFA]) -> None:
-    graph = {i: sorted(d.calls[d.start]) for i, d in enumerate(dfas)}
+    graph = {i: sorted(d.calls_of(d.start)) for i, d in enumerate(dfas)}
     color = [0] * len(dfas)
     for root in range(len(dfas)):
         if color[root]:
@@ -309,82 +323,77 @@ def _check_left_recursion(names: list[str], dfas: list[DFA]) -> None:
 
 
 def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_states: int) -> RTN:
-    all_masks = {m for d in dfas for m in d.classes}
-    classes = byte_partition(all_masks)
-    ncls = len(classes)
-    byte_class = np.zeros(256, dtype=np.int32)
-    for ci, m in enumerate(classes):
-        for b in range(256):
-            if (m >> b) & 1:
-                byte_class[b] = ci
-    offsets = []
-    total = 0
-    for d in dfas:
-        offsets.append(total)
-        total += d.num_states
-    trans = np.full(total * ncls, -1, dtype=np.int32)
-    final = np.zeros(total, dtype=np.uint8)
-    rule_of_state = np.zeros(total, dtype=np.int32)
-    local_index = np.zeros(total, dtype=np.int32)
-    rule_start = np.array([offsets[i] + d.start for i, d in enumerate(dfas)], dtype=np.int32)
+    # global byte classes: the common refinement of every rule's classes
+    byte_class = canonical_classes(np.stack([d.byte_class for d in dfas], axis=1))
+    ncls = int(byte_class.max()) + 1
+    reps = class_representatives(byte_class)
+    sizes = [d.num_states for d in dfas]
+    offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    total = int(offsets[-1])
+    parts = []
     for i, d in enumerate(dfas):
-        # local class for each global class
-        loc = []
-        for m in classes:
-            loc.append(next(j for j, lm in enumerate(d.classes) if lm & m))
-        base, n = offsets[i], d.num_states
-        local = np.asarray(d.trans, dtype=np.int32).reshape(n, -1)[:, loc]
-        trans[base * ncls:(base + n) * ncls] = np.where(local >= 0, local + base, -1).reshape(-1)
-        final[base:base + n] = np.asarray(d.final, dtype=np.uint8)
-        rule_of_state[base:base + n] = i
-        local_index[base:base + n] = np.arange(n, dtype=np.int32)
+        local = d.trans[:, d.byte_class[reps]]
+        parts.append(np.where(local >= 0, local + np.int32(offsets[i]), -1))
+    trans2d = np.concatenate(parts).astype(np.int32)
+    trans = trans2d.reshape(-1)
+    final = np.concatenate([d.final for d in dfas]).astype(np.uint8)
+    rule_of_state = np.repeat(np.arange(len(dfas), dtype=np.int32), sizes)
+    local_index = np.concatenate([np.arange(n, dtype=np.int32) for n in sizes])
+    rule_start = (offsets[:-1] + np.array([d.start for d in dfas], dtype=np.int64)).astype(np.int32)
+    # call edges in global state numbers, sorted by source then callee
+    g_src = np.concatenate([d.call_src + offsets[i] for i, d in enumerate(dfas)]).astype(np.int64)
+    g_rule = np.concatenate([d.call_rule for d in dfas]).astype(np.int64)
+    g_dst = np.concatenate([d.call_dst + offsets[i] for i, d in enumerate(dfas)]).astype(np.int64)
 
     # A return state that is final and can do nothing else would only pop again: it is not
     # pushed (a tail call), so a chain of optional properties or nested tail positions does not
     # grow the stack by a frame per call -- which keeps closing brackets cheap to resolve.
-    has_byte = (trans.reshape(total, ncls) >= 0).any(axis=1) if total else np.zeros(0, dtype=bool)
-    only_pops = [bool(final[offsets[i] + s]) and not has_byte[offsets[i] + s] and not d.calls[s]
-                 for i, d in enumerate(dfas) for s in range(d.num_states)]
+    has_byte = (trans2d >= 0).any(axis=1)
+    has_call = np.zeros(total, dtype=bool)
+    has_call[g_src] = True
+    only_pops = ((final == 1) & ~has_byte & ~has_call).tolist()
 
     # call chains per state
+    calls_at: dict[int, list[tuple[int, int]]] = {}
+    for src, r, dst in zip(g_src.tolist(), g_rule.tolist(), g_dst.tolist()):
+        calls_at.setdefault(src, []).append((r, dst))
+    starts = rule_start.tolist()
+    entry = [calls_at.get(s0, []) for s0 in starts]  # the calls a rule can make before any byte
     chain_ptr = np.zeros(total + 1, dtype=np.int32)
     targets: list[int] = []
     push_ptr: list[int] = [0]
     pushes: list[int] = []
-    for i, d in enumerate(dfas):
-        for s in range(d.num_states):
-            gs = offsets[i] + s
-            stack: list[tuple[int, int, tuple[int, ...]]] = []
-            for r, t in sorted(d.calls[s].items()):
-                stack.append((r, offsets[i] + t, ()))
-            while stack:
-                r, ret, prefix = stack.pop()
-                chain = prefix if only_pops[ret] else (*prefix, ret)
-                start = int(rule_start[r])
-                targets.append(start)
-                pushes.extend(chain)
-                push_ptr.append(len(pushes))
-                if len(targets) > limits.max_chains:
-                    raise LimitExceededError(
-                        f"grammar has more than {limits.max_chains} call chains", limit="max_chains"
-                    )
-                cd = dfas[r]
-                for r2, t2 in sorted(cd.calls[cd.start].items()):
-                    stack.append((r2, offsets[r] + t2, chain))
-            chain_ptr[gs + 1] = len(targets)
+    per_state = np.zeros(total, dtype=np.int32)
+    for gs in sorted(calls_at):
+        before = len(targets)
+        stack: list[tuple[int, int, tuple[int, ...]]] = [(r, t, ()) for r, t in calls_at[gs]]
+        while stack:
+            r, ret, prefix = stack.pop()
+            chain = prefix if only_pops[ret] else (*prefix, ret)
+            targets.append(starts[r])
+            pushes.extend(chain)
+            push_ptr.append(len(pushes))
+            if len(targets) > limits.max_chains:
+                raise LimitExceededError(
+                    f"grammar has more than {limits.max_chains} call chains", limit="max_chains"
+                )
+            for r2, t2 in entry[r]:
+                stack.append((r2, t2, chain))
+        per_state[gs] = len(targets) - before
+    np.cumsum(per_state, out=chain_ptr[1:])
 
     has_chain = chain_ptr[1:] != chain_ptr[:-1]
     simple = ((~has_chain) & (final == 0)).astype(np.uint8)
     dead_end = ((final == 1) & (~has_chain) & (~has_byte)).astype(np.uint8)
-    rule_hash = _rule_hashes(names, dfas, classes)
+    rule_hash = _rule_hashes(names, dfas)
     return RTN(
         rule_names=names,
         rule_start=rule_start,
         rule_of_state=rule_of_state,
         local_index=local_index,
         rule_hash=rule_hash,
-        byte_class=byte_class,
-        class_masks=classes,
+        byte_class=byte_class.astype(np.int32),
         num_classes=ncls,
         trans=trans,
         final=final,
@@ -398,8 +407,9 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
     )
 
 
-def _rule_hashes(names: list[str], dfas: list[DFA], classes: list[int]) -> list[str]:
-    """Digest per rule of its own DFA (in canonical BFS numbering) and of every rule it can call.
+def _rule_hashes(names: list[str], dfas: list[DFA]) -> list[str]:
+    """Digest per rule of its own DFA (canonical: minimal, numbered breadth-first, classes by
+    lowest byte) and of every rule it can call.
 
     Two rules with equal digests behave identically as stack tops, whatever grammar they
     come from, so per-state token masks can be shared between grammars.
@@ -407,26 +417,26 @@ def _rule_hashes(names: list[str], dfas: list[DFA], classes: list[int]) -> list[
     local: list[bytes] = []
     for d in dfas:
         h = hashlib.sha256()
-        for s in range(d.num_states):
-            h.update(b"F" if d.final[s] else b"N")
-            for m, t in sorted(d.edge_masks(s)):
-                h.update(m.to_bytes(32, "little"))
-                h.update(t.to_bytes(4, "little"))
-            for r, t in sorted(d.calls[s].items()):
-                h.update(b"C" + names[r].encode() + b"\x00" + t.to_bytes(4, "little"))
-            h.update(b"|")
+        h.update(np.int64(d.num_states).tobytes())
+        h.update(d.byte_class.astype(np.int32).tobytes())
+        h.update(d.trans.tobytes())
+        h.update(d.final.tobytes())
+        h.update(d.call_src.tobytes())
+        h.update(d.call_dst.tobytes())
+        for r in d.call_rule.tolist():
+            h.update(names[r].encode() + b"\x00")
         local.append(h.digest())
+    callees = [np.unique(d.call_rule).tolist() for d in dfas]
     out = []
     for i in range(len(dfas)):
         # closure of callees
         seen = {i}
         stack = [i]
         while stack:
-            for cm in dfas[stack.pop()].calls:
-                for r in cm:
-                    if r not in seen:
-                        seen.add(r)
-                        stack.append(r)
+            for r in callees[stack.pop()]:
+                if r not in seen:
+                    seen.add(r)
+                    stack.append(r)
         h = hashlib.sha256(names[i].encode() + b"\x00")
         for r in sorted(seen, key=lambda x: names[x]):
             h.update(names[r].encode() + b"\x00" + local[r])
