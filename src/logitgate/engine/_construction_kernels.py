@@ -47,26 +47,88 @@ _FNV_PRIME = np.uint64(1099511628211)
 
 
 @njit(nogil=True, cache=True)
-def _edge(src, dst, lab, n, a, b, lab_value):
-    """Append edge ``(a, b, lab_value)`` to the parallel arrays ``src/dst/lab`` holding ``n`` edges."""
-    if n >= src.shape[0]:
-        src = grow(src, 2 * n + 16, 0)
-        dst = grow(dst, 2 * n + 16, 0)
-        lab = grow(lab, 2 * n + 16, 0)
-    src[n] = a
-    dst[n] = b
-    lab[n] = lab_value
-    return src, dst, lab, n + 1
+def _sizes(prog, emb_info, emb_trans, emb_final, limit):
+    """Exact ``(states, eps, byte, call)`` counts of the NFA of ``prog``; ``states > limit`` stops early."""
+    st = np.zeros((64, 4), dtype=np.int64)
+    sp = 0
+    pc = 0
+    while pc < prog.shape[0]:
+        op = prog[pc]
+        if sp + 1 >= st.shape[0]:
+            st = grow(st, 2 * st.shape[0], 0)
+        if op in (OP_SEQ, OP_ALT):
+            n = prog[pc + 1]
+            pc += 2
+            first = sp - n
+            if n == 0:
+                st[sp] = 0
+                first = sp
+            for j in range(first + 1, sp):
+                for c in range(4):
+                    st[first, c] += st[j, c]
+            if op == OP_SEQ:
+                st[first, 1] += n - 1
+            else:
+                st[first, 0] += 2
+                st[first, 1] += 2 * n
+            sp = first + 1
+        elif op == OP_REP:
+            mn, mx = prog[pc + 1], prog[pc + 2]
+            pc += 3
+            copies = mn + 1 if mx < 0 else max(mx, 1)
+            it = sp - 1
+            if st[it, 0] * copies > limit:
+                st[it, 0] = limit + 1
+                return st[it]
+            for c in range(4):
+                st[it, c] *= copies
+            st[it, 0] += 2
+            st[it, 1] += mn + (3 if mx < 0 else 2 * (mx - mn) + 1)
+        else:
+            st[sp] = 0
+            if op == OP_LIT:
+                ln = prog[pc + 2]
+                st[sp, 0], st[sp, 2] = ln + 1, ln
+                pc += 3
+            elif op == OP_SET:
+                st[sp, 0], st[sp, 2] = 2, 1
+                pc += 2
+            elif op == OP_EMPTY:
+                st[sp, 0] = 1
+                pc += 1
+            elif op == OP_CALL:
+                st[sp, 0], st[sp, 1], st[sp, 3] = 2, 1 if prog[pc + 2] else 0, 1
+                pc += 3
+            else:  # OP_EMBED
+                row = prog[pc + 1]
+                pc += 2
+                n, k = emb_info[row, EMB_STATES], emb_info[row, EMB_CLASSES]
+                t_off, f_off = emb_info[row, EMB_TRANS_OFF], emb_info[row, EMB_FINAL_OFF]
+                edges = 0
+                for x in range(t_off, t_off + n * k):
+                    if emb_trans[x] >= 0:
+                        edges += 1
+                finals = 0
+                for x in range(f_off, f_off + n):
+                    finals += emb_final[x]
+                st[sp, 0], st[sp, 1], st[sp, 2] = n + 1, finals, edges
+            sp += 1
+        if st[sp - 1, 0] > limit:
+            return st[sp - 1]
+    return st[0]
 
 
 @njit(nogil=True, cache=True)
 def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_states):
-    """Run ``prog`` into an NFA. Returns ``(status, n_states, start, end, eps, byte, call)`` where
-    each edge kind is a tuple ``(src, dst, label, count)`` (label: 0 / mask id / rule id)."""
-    cap = 64
-    es, ed, el = np.empty(cap, np.int32), np.empty(cap, np.int32), np.empty(cap, np.int32)
-    bs, bd, bl = np.empty(cap, np.int32), np.empty(cap, np.int32), np.empty(cap, np.int32)
-    cs, cd, cl = np.empty(cap, np.int32), np.empty(cap, np.int32), np.empty(cap, np.int32)
+    """Run ``prog`` into an NFA. Returns ``(status, n_states, start, end, eps_src, eps_dst, byte_src,
+    byte_dst, byte_mask, call_src, call_dst, call_rule)``; edge arrays hold exactly the edges."""
+    size = _sizes(prog, emb_info, emb_trans, emb_final, max_states)
+    e0 = np.zeros(0, np.int32)
+    if size[0] > max_states:
+        return NFA_LIMIT, size[0], 0, 0, e0, e0, e0, e0, e0, e0, e0, e0
+    es, ed = np.empty(size[1], np.int32), np.empty(size[1], np.int32)
+    bs, bd, bl = np.empty(size[2], np.int32), np.empty(size[2], np.int32), np.empty(size[2], np.int32)
+    cs, cd, cl = np.empty(size[3], np.int32), np.empty(size[3], np.int32), np.empty(size[3], np.int32)
     ne = nb = nc = 0
     ns = 0
     # fragment stack: start, end, and the counters when the fragment began (its window)
@@ -84,7 +146,8 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
             first = sp - n
             if op == OP_SEQ:
                 for j in range(first, sp - 1):
-                    es, ed, el, ne = _edge(es, ed, el, ne, fs[j, 1], fs[j + 1, 0], 0)
+                    es[ne], ed[ne] = fs[j, 1], fs[j + 1, 0]
+                    ne += 1
                 fs[first, 1] = fs[sp - 1, 1]
                 sp = first + 1
                 continue
@@ -94,21 +157,18 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
             s, e = ns, ns + 1
             ns += 2
             for j in range(first, sp):
-                es, ed, el, ne = _edge(es, ed, el, ne, s, fs[j, 0], 0)
-                es, ed, el, ne = _edge(es, ed, el, ne, fs[j, 1], e, 0)
+                es[ne], ed[ne] = s, fs[j, 0]
+                es[ne + 1], ed[ne + 1] = fs[j, 1], e
+                ne += 2
             fs[first, 0], fs[first, 1] = s, e
             sp = first + 1
         elif op == OP_REP:
             mn, mx = prog[pc + 1], prog[pc + 2]
             pc += 3
             it = sp - 1
-            copies = mn + 1 if mx < 0 else mx
-            if copies < 1:
-                copies = 1
+            copies = mn + 1 if mx < 0 else max(mx, 1)
             w_s, w_e, w_b, w_c = fs[it, 2], fs[it, 3], fs[it, 4], fs[it, 5]
             h_s, h_e, h_b, h_c = ns, ne, nb, nc
-            if ns + (copies - 1) * (h_s - w_s) + 3 > max_states:
-                return NFA_LIMIT, ns, 0, 0, (es, ed, el, ne), (bs, bd, bl, nb), (cs, cd, cl, nc)
             starts = np.empty(copies, dtype=np.int64)
             ends = np.empty(copies, dtype=np.int64)
             starts[0], ends[0] = fs[it, 0], fs[it, 1]
@@ -116,33 +176,40 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
                 off = ns - w_s
                 ns += h_s - w_s
                 for x in range(w_e, h_e):
-                    es, ed, el, ne = _edge(es, ed, el, ne, es[x] + off, ed[x] + off, 0)
+                    es[ne], ed[ne] = es[x] + off, ed[x] + off
+                    ne += 1
                 for x in range(w_b, h_b):
-                    bs, bd, bl, nb = _edge(bs, bd, bl, nb, bs[x] + off, bd[x] + off, bl[x])
+                    bs[nb], bd[nb], bl[nb] = bs[x] + off, bd[x] + off, bl[x]
+                    nb += 1
                 for x in range(w_c, h_c):
-                    cs, cd, cl, nc = _edge(cs, cd, cl, nc, cs[x] + off, cd[x] + off, cl[x])
+                    cs[nc], cd[nc], cl[nc] = cs[x] + off, cd[x] + off, cl[x]
+                    nc += 1
                 starts[k], ends[k] = starts[0] + off, ends[0] + off
             s = ns
             ns += 1
             cur = s
             for k in range(mn):
-                es, ed, el, ne = _edge(es, ed, el, ne, cur, starts[k], 0)
+                es[ne], ed[ne] = cur, starts[k]
+                ne += 1
                 cur = ends[k]
             if mx < 0:
                 loop = ns
                 ns += 1
-                es, ed, el, ne = _edge(es, ed, el, ne, cur, loop, 0)
-                es, ed, el, ne = _edge(es, ed, el, ne, loop, starts[mn], 0)
-                es, ed, el, ne = _edge(es, ed, el, ne, ends[mn], loop, 0)
+                es[ne], ed[ne] = cur, loop
+                es[ne + 1], ed[ne + 1] = loop, starts[mn]
+                es[ne + 2], ed[ne + 2] = ends[mn], loop
+                ne += 3
                 fs[it, 0], fs[it, 1] = s, loop
             else:
                 e = ns
                 ns += 1
                 for k in range(mn, mx):
-                    es, ed, el, ne = _edge(es, ed, el, ne, cur, starts[k], 0)
-                    es, ed, el, ne = _edge(es, ed, el, ne, cur, e, 0)
+                    es[ne], ed[ne] = cur, starts[k]
+                    es[ne + 1], ed[ne + 1] = cur, e
+                    ne += 2
                     cur = ends[k]
-                es, ed, el, ne = _edge(es, ed, el, ne, cur, e, 0)
+                es[ne], ed[ne] = cur, e
+                ne += 1
                 fs[it, 0], fs[it, 1] = s, e
         else:
             fs[sp, 2], fs[sp, 3], fs[sp, 4], fs[sp, 5] = ns, ne, nb, nc
@@ -151,11 +218,13 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
                 pc += 3
                 s = ns
                 for i in range(ln):
-                    bs, bd, bl, nb = _edge(bs, bd, bl, nb, s + i, s + i + 1, lit_pool[off + i])
+                    bs[nb], bd[nb], bl[nb] = s + i, s + i + 1, lit_pool[off + i]
+                    nb += 1
                 ns += ln + 1
                 fs[sp, 0], fs[sp, 1] = s, s + ln
             elif op == OP_SET:
-                bs, bd, bl, nb = _edge(bs, bd, bl, nb, ns, ns + 1, prog[pc + 1])
+                bs[nb], bd[nb], bl[nb] = ns, ns + 1, prog[pc + 1]
+                nb += 1
                 pc += 2
                 fs[sp, 0], fs[sp, 1] = ns, ns + 1
                 ns += 2
@@ -164,9 +233,11 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
                 fs[sp, 0], fs[sp, 1] = ns, ns
                 ns += 1
             elif op == OP_CALL:
-                cs, cd, cl, nc = _edge(cs, cd, cl, nc, ns, ns + 1, prog[pc + 1])
+                cs[nc], cd[nc], cl[nc] = ns, ns + 1, prog[pc + 1]
+                nc += 1
                 if prog[pc + 2]:
-                    es, ed, el, ne = _edge(es, ed, el, ne, ns, ns + 1, 0)
+                    es[ne], ed[ne] = ns, ns + 1
+                    ne += 1
                 pc += 3
                 fs[sp, 0], fs[sp, 1] = ns, ns + 1
                 ns += 2
@@ -176,21 +247,19 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
                 n, k = emb_info[row, EMB_STATES], emb_info[row, EMB_CLASSES]
                 t_off, f_off, m_off = emb_info[row, EMB_TRANS_OFF], emb_info[row, EMB_FINAL_OFF], emb_info[row, EMB_MASK_OFF]
                 base, end = ns, ns + n
-                if end + 1 > max_states:
-                    return NFA_LIMIT, ns, 0, 0, (es, ed, el, ne), (bs, bd, bl, nb), (cs, cd, cl, nc)
                 for q in range(n):
                     for c in range(k):
                         t = emb_trans[t_off + q * k + c]
                         if t >= 0:
-                            bs, bd, bl, nb = _edge(bs, bd, bl, nb, base + q, base + t, emb_mask[m_off + c])
+                            bs[nb], bd[nb], bl[nb] = base + q, base + t, emb_mask[m_off + c]
+                            nb += 1
                     if emb_final[f_off + q]:
-                        es, ed, el, ne = _edge(es, ed, el, ne, base + q, end, 0)
+                        es[ne], ed[ne] = base + q, end
+                        ne += 1
                 ns = end + 1
                 fs[sp, 0], fs[sp, 1] = base + emb_info[row, EMB_START], end
             sp += 1
-        if ns > max_states:
-            return NFA_LIMIT, ns, 0, 0, (es, ed, el, ne), (bs, bd, bl, nb), (cs, cd, cl, nc)
-    return OK, ns, fs[0, 0], fs[0, 1], (es, ed, el, ne), (bs, bd, bl, nb), (cs, cd, cl, nc)
+    return OK, ns, fs[0, 0], fs[0, 1], es, ed, bs, bd, bl, cs, cd, cl
 
 
 @njit(nogil=True, cache=True)
@@ -215,7 +284,7 @@ def _csr(n, src, dst, lab, m):
 # ----------------------------------------------------------------------------- subset construction
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def _closure(targets, nt, eps_ptr, eps_dst, important, stamp, mark, stack, out):
     """Sorted important states epsilon-reachable from ``targets[:nt]`` into ``out``; returns the count."""
     top = 0
@@ -242,58 +311,48 @@ def _closure(targets, nt, eps_ptr, eps_dst, important, stamp, mark, stack, out):
     return n
 
 
-@njit(nogil=True, cache=True)
-def _hash(a, n):
+@njit(nogil=True, cache=True, inline="always")
+def _hash(a, lo, n):
     h = _FNV_OFFSET
-    for i in range(n):
+    for i in range(lo, lo + n):
         h = (h ^ np.uint64(a[i])) * _FNV_PRIME
     return h
 
 
-@njit(nogil=True, cache=True)
-def _intern(buf, n, data, ptr, hashes, table, count):
-    """Id of the state set ``buf[:n]`` (added if new). Returns ``(id, data, ptr, hashes, table, count)``.
+@njit(nogil=True, cache=True, inline="always")
+def _find(buf, n, h, data, ptr, hashes, table):
+    """``(id, slot)`` of the state set ``buf[:n]`` with hash ``h``: id -1 and a free slot if it is new.
 
     Set ``i`` is ``data[ptr[i]:ptr[i + 1]]``; ``table`` is open addressing holding id + 1 (0 = free).
     """
-    h = _hash(buf, n)
     mask = table.shape[0] - 1
     slot = np.int64(h & np.uint64(mask))
     while True:
         j = table[slot] - 1
         if j < 0:
-            break
+            return -1, slot
         if hashes[j] == h and ptr[j + 1] - ptr[j] == n:
-            same = True
             base = ptr[j]
+            same = True
             for i in range(n):
                 if data[base + i] != buf[i]:
                     same = False
                     break
             if same:
-                return j, data, ptr, hashes, table, count
+                return j, slot
         slot = (slot + 1) & mask
-    j = count
-    if j + 2 > ptr.shape[0]:
-        ptr = grow(ptr, 2 * ptr.shape[0], 0)
-        hashes = grow(hashes, 2 * hashes.shape[0], 0)
-    base = ptr[j]
-    if base + n > data.shape[0]:
-        data = grow(data, 2 * (base + n), 0)
-    data[base:base + n] = buf[:n]
-    ptr[j + 1] = base + n
-    hashes[j] = h
-    table[slot] = j + 1
-    count += 1
-    if 2 * count > table.shape[0]:  # keep the load under one half
-        table = np.zeros(2 * table.shape[0], dtype=np.int64)
-        mask = table.shape[0] - 1
-        for i in range(count):
-            s = np.int64(hashes[i] & np.uint64(mask))
-            while table[s] != 0:
-                s = (s + 1) & mask
-            table[s] = i + 1
-    return j, data, ptr, hashes, table, count
+
+
+@njit(nogil=True, cache=True)
+def _rehash(hashes, count, size):
+    table = np.zeros(size, dtype=np.int64)
+    mask = size - 1
+    for i in range(count):
+        s = np.int64(hashes[i] & np.uint64(mask))
+        while table[s] != 0:
+            s = (s + 1) & mask
+        table[s] = i + 1
+    return table
 
 
 @njit(nogil=True, cache=True)
@@ -304,14 +363,14 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
     Returns ``(status, nfa_states, trans[n, ncls], final[n], call_src, call_rule, call_dst)``;
     state 0 is the start; call edges are sorted by source, then rule.
     """
-    st, ns, start, end, eps, byt, cal = thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask,
-                                                 max_nfa_states)
+    st, ns, start, end, es, ed, bs, bd, bl, cs, cd, cl = thompson(prog, lit_pool, emb_info, emb_trans, emb_final,
+                                                                  emb_mask, max_nfa_states)
     empty_i32 = np.zeros(0, dtype=np.int32)
     if st != OK:
         return st, ns, np.zeros((0, ncls), np.int32), np.zeros(0, np.uint8), empty_i32, empty_i32, empty_i32
-    eps_ptr, eps_dst, _ = _csr(ns, eps[0], eps[1], eps[2], eps[3])
-    b_ptr, b_dst, b_mask = _csr(ns, byt[0], byt[1], byt[2], byt[3])
-    c_ptr, c_dst, c_rule = _csr(ns, cal[0], cal[1], cal[2], cal[3])
+    eps_ptr, eps_dst, _ = _csr(ns, es, ed, ed, es.shape[0])
+    b_ptr, b_dst, b_mask = _csr(ns, bs, bd, bl, bs.shape[0])
+    c_ptr, c_dst, c_rule = _csr(ns, cs, cd, cl, cs.shape[0])
     important = np.zeros(ns, dtype=np.uint8)
     for q in range(ns):
         if b_ptr[q + 1] > b_ptr[q] or c_ptr[q + 1] > c_ptr[q]:
@@ -323,142 +382,167 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
     stack = np.empty(ns, dtype=np.int64)
     buf = np.empty(ns, dtype=np.int32)
     # interned state sets
-    data = np.empty(256, dtype=np.int32)
+    data = np.empty(max(256, 4 * ns), dtype=np.int32)
     ptr = np.zeros(64, dtype=np.int64)
     hashes = np.zeros(64, dtype=np.uint64)
     table = np.zeros(256, dtype=np.int64)
-    count = 0
-    one = np.empty(1, dtype=np.int32)
-    one[0] = start
-    mark += 1
-    n = _closure(one, 1, eps_ptr, eps_dst, important, stamp, mark, stack, buf)
-    _, data, ptr, hashes, table, count = _intern(buf, n, data, ptr, hashes, table, count)
-
     trans = np.full((64, ncls), -1, dtype=np.int32)
     final = np.zeros(64, dtype=np.uint8)
     c_src_o = np.empty(16, np.int32)
     c_rule_o = np.empty(16, np.int32)
     c_dst_o = np.empty(16, np.int32)
     n_calls = 0
-    # per-state scratch: (class, target) pairs grouped by class
+    # per-state scratch. A *group* is a target list to close and intern: one per distinct list of a
+    # class (classes with equal lists share one), one per called rule.
     pc_cls = np.empty(64, dtype=np.int32)
     pc_tgt = np.empty(64, dtype=np.int32)
     cls_cnt = np.zeros(ncls + 1, dtype=np.int64)
-    grouped = np.empty(64, dtype=np.int32)
-    tg = np.empty(64, dtype=np.int32)
-    memo_start = np.empty(ncls, dtype=np.int64)  # distinct target lists of this state, in `grouped`
-    memo_len = np.empty(ncls, dtype=np.int64)
-    memo_hash = np.empty(ncls, dtype=np.uint64)
-    memo_id = np.empty(ncls, dtype=np.int64)
+    fill = np.zeros(ncls, dtype=np.int64)
+    grouped = np.empty(64, dtype=np.int32)  # target lists, class by class, then rule by rule
+    g_start = np.empty(ncls + 8, dtype=np.int64)
+    g_len = np.empty(ncls + 8, dtype=np.int64)
+    g_hash = np.empty(ncls + 8, dtype=np.uint64)
+    g_id = np.empty(ncls + 8, dtype=np.int64)
+    g_rule = np.empty(ncls + 8, dtype=np.int64)  # -1 for class groups
+    cls_group = np.empty(ncls, dtype=np.int64)
 
-    i = 0
+    count = 0
+    i = -1  # the state whose successors are being built; -1: the start state itself
     while i < count:
-        if i >= trans.shape[0]:
-            trans = grow(trans, 2 * trans.shape[0], -1)
-            final = grow(final, 2 * final.shape[0], 0)
-        lo, hi = ptr[i], ptr[i + 1]
-        npairs = 0
-        ncall_pairs = 0
-        for x in range(lo, hi):
-            q = data[x]
-            if q == end:
-                final[i] = 1
-            for e in range(b_ptr[q], b_ptr[q + 1]):
-                m = b_mask[e]
-                t = b_dst[e]
-                need = npairs + mask_ptr[m + 1] - mask_ptr[m]
-                if need > pc_cls.shape[0]:
-                    pc_cls = grow(pc_cls, 2 * need, 0)
-                    pc_tgt = grow(pc_tgt, 2 * need, 0)
-                for j in range(mask_ptr[m], mask_ptr[m + 1]):
-                    pc_cls[npairs] = mask_cls[j]
-                    pc_tgt[npairs] = t
-                    npairs += 1
-            ncall_pairs += c_ptr[q + 1] - c_ptr[q]
-        # group targets by class (counting sort)
-        cls_cnt[:] = 0
-        for j in range(npairs):
-            cls_cnt[pc_cls[j] + 1] += 1
-        for c in range(ncls):
-            cls_cnt[c + 1] += cls_cnt[c]
-        if npairs > grouped.shape[0]:
-            grouped = np.empty(2 * npairs, dtype=np.int32)
-        fill = cls_cnt[:-1].copy()
-        for j in range(npairs):
-            c = pc_cls[j]
-            grouped[fill[c]] = pc_tgt[j]
-            fill[c] += 1
-        n_memo = 0
-        for c in range(ncls):
-            a, b = cls_cnt[c], cls_cnt[c + 1]
-            if a == b:
-                continue
-            seg = grouped[a:b]
-            seg.sort()
-            # dedupe in place
-            k = 1
-            for j in range(1, b - a):
-                if seg[j] != seg[k - 1]:
-                    seg[k] = seg[j]
-                    k += 1
-            h = _hash(seg, k)
-            tid = -1
-            for u in range(n_memo):
-                if memo_hash[u] == h and memo_len[u] == k:
-                    same = True
-                    ms = memo_start[u]
-                    for j in range(k):
-                        if grouped[ms + j] != seg[j]:
-                            same = False
-                            break
-                    if same:
-                        tid = memo_id[u]
-                        break
-            if tid < 0:
-                mark += 1
-                n = _closure(seg, k, eps_ptr, eps_dst, important, stamp, mark, stack, buf)
-                tid, data, ptr, hashes, table, count = _intern(buf, n, data, ptr, hashes, table, count)
-                memo_start[n_memo] = a
-                memo_len[n_memo] = k
-                memo_hash[n_memo] = h
-                memo_id[n_memo] = tid
-                n_memo += 1
-            trans[i, c] = tid
-            if count > max_dfa_states:
-                return DFA_LIMIT, ns, trans[:0], final[:0], empty_i32, empty_i32, empty_i32
-        if ncall_pairs > 0:
-            if ncall_pairs > tg.shape[0]:
-                tg = np.empty(2 * ncall_pairs, dtype=np.int32)
-            rules = np.empty(ncall_pairs, dtype=np.int32)
-            r_tg = np.empty(ncall_pairs, dtype=np.int32)
-            u = 0
+        n_groups = 0
+        if i < 0:
+            grouped[0] = start
+            g_start[0], g_len[0], g_rule[0] = 0, 1, -1
+            n_groups = 1
+        else:
+            if i >= trans.shape[0]:
+                trans = grow(trans, 2 * trans.shape[0], -1)
+                final = grow(final, 2 * final.shape[0], 0)
+            lo, hi = ptr[i], ptr[i + 1]
+            npairs = 0
+            ncall_pairs = 0
             for x in range(lo, hi):
                 q = data[x]
-                for e in range(c_ptr[q], c_ptr[q + 1]):
-                    rules[u] = c_rule[e]
-                    r_tg[u] = c_dst[e]
-                    u += 1
-            order = np.argsort(rules, kind="mergesort")
-            j = 0
-            while j < ncall_pairs:
-                r = rules[order[j]]
-                k = 0
-                while j < ncall_pairs and rules[order[j]] == r:
-                    tg[k] = r_tg[order[j]]
-                    k += 1
-                    j += 1
-                mark += 1
-                n = _closure(tg, k, eps_ptr, eps_dst, important, stamp, mark, stack, buf)
-                tid, data, ptr, hashes, table, count = _intern(buf, n, data, ptr, hashes, table, count)
+                if q == end:
+                    final[i] = 1
+                for e in range(b_ptr[q], b_ptr[q + 1]):
+                    m = b_mask[e]
+                    t = b_dst[e]
+                    need = npairs + mask_ptr[m + 1] - mask_ptr[m]
+                    if need > pc_cls.shape[0]:
+                        pc_cls = grow(pc_cls, 2 * need, 0)
+                        pc_tgt = grow(pc_tgt, 2 * need, 0)
+                    for j in range(mask_ptr[m], mask_ptr[m + 1]):
+                        pc_cls[npairs] = mask_cls[j]
+                        pc_tgt[npairs] = t
+                        npairs += 1
+                ncall_pairs += c_ptr[q + 1] - c_ptr[q]
+            if npairs + ncall_pairs > grouped.shape[0]:
+                grouped = np.empty(2 * (npairs + ncall_pairs), dtype=np.int32)
+            # targets grouped by class (counting sort)
+            cls_cnt[:] = 0
+            for j in range(npairs):
+                cls_cnt[pc_cls[j] + 1] += 1
+            for c in range(ncls):
+                cls_cnt[c + 1] += cls_cnt[c]
+                fill[c] = cls_cnt[c]
+            for j in range(npairs):
+                c = pc_cls[j]
+                grouped[fill[c]] = pc_tgt[j]
+                fill[c] += 1
+            for c in range(ncls):
+                a, b = cls_cnt[c], cls_cnt[c + 1]
+                cls_group[c] = -1
+                if a == b:
+                    continue
+                seg = grouped[a:b]
+                seg.sort()
+                k = 1
+                for j in range(1, b - a):
+                    if seg[j] != seg[k - 1]:
+                        seg[k] = seg[j]
+                        k += 1
+                h = _hash(grouped, a, k)
+                for u in range(n_groups):  # a class with the same target list as an earlier one
+                    if g_hash[u] == h and g_len[u] == k:
+                        same = True
+                        for j in range(k):
+                            if grouped[g_start[u] + j] != seg[j]:
+                                same = False
+                                break
+                        if same:
+                            cls_group[c] = u
+                            break
+                if cls_group[c] < 0:
+                    g_start[n_groups], g_len[n_groups], g_hash[n_groups], g_rule[n_groups] = a, k, h, -1
+                    cls_group[c] = n_groups
+                    n_groups += 1
+            if ncall_pairs > 0:  # targets grouped by called rule
+                base = npairs
+                rules = np.empty(ncall_pairs, dtype=np.int32)
+                r_tg = np.empty(ncall_pairs, dtype=np.int32)
+                u = 0
+                for x in range(lo, hi):
+                    q = data[x]
+                    for e in range(c_ptr[q], c_ptr[q + 1]):
+                        rules[u] = c_rule[e]
+                        r_tg[u] = c_dst[e]
+                        u += 1
+                order = np.argsort(rules, kind="mergesort")
+                j = 0
+                while j < ncall_pairs:
+                    r = rules[order[j]]
+                    k = 0
+                    while j < ncall_pairs and rules[order[j]] == r:
+                        grouped[base + k] = r_tg[order[j]]
+                        k += 1
+                        j += 1
+                    if n_groups >= g_start.shape[0]:
+                        g_start = grow(g_start, 2 * n_groups, 0)
+                        g_len = grow(g_len, 2 * n_groups, 0)
+                        g_hash = grow(g_hash, 2 * n_groups, 0)
+                        g_id = grow(g_id, 2 * n_groups, 0)
+                        g_rule = grow(g_rule, 2 * n_groups, 0)
+                    g_start[n_groups], g_len[n_groups], g_rule[n_groups] = base, k, r
+                    n_groups += 1
+                    base += k
+        # close and intern every group
+        for u in range(n_groups):
+            mark += 1
+            n = _closure(grouped[g_start[u]:g_start[u] + g_len[u]], g_len[u], eps_ptr, eps_dst, important, stamp,
+                         mark, stack, buf)
+            h = _hash(buf, 0, n)
+            tid, slot = _find(buf, n, h, data, ptr, hashes, table)
+            if tid < 0:
+                tid = count
+                if count + 2 > ptr.shape[0]:
+                    ptr = grow(ptr, 2 * ptr.shape[0], 0)
+                    hashes = grow(hashes, 2 * hashes.shape[0], 0)
+                base = ptr[count]
+                if base + n > data.shape[0]:
+                    data = grow(data, 2 * (base + n), 0)
+                data[base:base + n] = buf[:n]
+                ptr[count + 1] = base + n
+                hashes[count] = h
+                table[slot] = count + 1
+                count += 1
+                if 2 * count > table.shape[0]:  # keep the load under one half
+                    table = _rehash(hashes, count, 2 * table.shape[0])
                 if count > max_dfa_states:
                     return DFA_LIMIT, ns, trans[:0], final[:0], empty_i32, empty_i32, empty_i32
+            g_id[u] = tid
+            if g_rule[u] >= 0:
                 if n_calls >= c_src_o.shape[0]:
                     c_src_o = grow(c_src_o, 2 * n_calls, 0)
                     c_rule_o = grow(c_rule_o, 2 * n_calls, 0)
                     c_dst_o = grow(c_dst_o, 2 * n_calls, 0)
                 c_src_o[n_calls] = i
-                c_rule_o[n_calls] = r
+                c_rule_o[n_calls] = g_rule[u]
                 c_dst_o[n_calls] = tid
                 n_calls += 1
+        if i >= 0:
+            for c in range(ncls):
+                if cls_group[c] >= 0:
+                    trans[i, c] = g_id[cls_group[c]]
         i += 1
     return OK, ns, trans[:count], final[:count], c_src_o[:n_calls], c_rule_o[:n_calls], c_dst_o[:n_calls]

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +79,16 @@ class Expr:
         return ()
 
 
+def _cached_hash(e: Any, key: tuple) -> int:
+    """The hash of a composite node, computed once (a tree would otherwise be hashed again at every
+    dictionary lookup of every enclosing node)."""
+    h = e._hash
+    if h is None:
+        h = hash((type(e).__name__, *key))
+        object.__setattr__(e, "_hash", h)
+    return h
+
+
 @dataclass(frozen=True, slots=True)
 class Bytes(Expr):
     value: bytes
@@ -113,6 +123,13 @@ class ByteSet(Expr):
 @dataclass(frozen=True, slots=True)
 class Seq(Expr):
     items: tuple[Expr, ...]
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.items,))
+
+    def __reduce__(self) -> tuple:  # rebuilt, not copied: the cached hash is valid in one process only
+        return (type(self), (self.items,))
 
     def children(self) -> tuple[Expr, ...]:
         return self.items
@@ -121,6 +138,13 @@ class Seq(Expr):
 @dataclass(frozen=True, slots=True)
 class Alt(Expr):
     items: tuple[Expr, ...]
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.items,))
+
+    def __reduce__(self) -> tuple:  # rebuilt, not copied: the cached hash is valid in one process only
+        return (type(self), (self.items,))
 
     def children(self) -> tuple[Expr, ...]:
         return self.items
@@ -131,6 +155,13 @@ class Repeat(Expr):
     item: Expr
     min: int
     max: int | None
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.item, self.min, self.max))
+
+    def __reduce__(self) -> tuple:  # rebuilt, not copied: the cached hash is valid in one process only
+        return (type(self), (self.item, self.min, self.max))
 
     def __post_init__(self) -> None:
         if self.min < 0 or (self.max is not None and self.max < self.min):
@@ -148,6 +179,13 @@ class Ref(Expr):
 @dataclass(frozen=True, slots=True)
 class And(Expr):
     items: tuple[Expr, ...]
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.items,))
+
+    def __reduce__(self) -> tuple:  # rebuilt, not copied: the cached hash is valid in one process only
+        return (type(self), (self.items,))
 
     def children(self) -> tuple[Expr, ...]:
         return self.items
@@ -156,6 +194,13 @@ class And(Expr):
 @dataclass(frozen=True, slots=True)
 class Not(Expr):
     item: Expr
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        return _cached_hash(self, (self.item,))
+
+    def __reduce__(self) -> tuple:  # rebuilt, not copied: the cached hash is valid in one process only
+        return (type(self), (self.item,))
 
     def children(self) -> tuple[Expr, ...]:
         return (self.item,)
@@ -269,7 +314,7 @@ def _normalize(e: Expr) -> Expr:
             n = normalize(it)
             parts = n.items if isinstance(n, Seq) else (n,)
             for p in parts:
-                if p == NOTHING:
+                if type(p) is Alt and not p.items:
                     return NOTHING
                 if isinstance(p, Bytes):
                     if not p.value:
@@ -293,9 +338,9 @@ def _normalize(e: Expr) -> Expr:
         return alts[0] if len(alts) == 1 else Alt(tuple(alts))
     if isinstance(e, Repeat):
         item = normalize(e.item)
-        if e.max == 0 or item == EMPTY:
+        if e.max == 0 or (type(item) is Bytes and not item.value):
             return EMPTY
-        if item == NOTHING:
+        if type(item) is Alt and not item.items:
             return EMPTY if e.min == 0 else NOTHING
         if e.min == 1 and e.max == 1:
             return item

@@ -589,7 +589,24 @@ def number_expr(formula: Formula, rule_prefix: str = "num") -> tuple[Expr, dict[
     ``{rule_prefix}.q<N>`` (empty unless the automaton has non-trivial cycles, as
     remainder automata for ``MultipleOf`` do); add them to the grammar.
     """
-    return _emit(_build_dfa(formula), rule_prefix)
+    hit = _EXPR_CACHE.get(formula)
+    if hit is None:
+        d = _build_dfa(formula)
+        e, rules = _emit(d, rule_prefix)
+        if len(_EXPR_CACHE) >= _EXPR_CACHE_SIZE:
+            _EXPR_CACHE.pop(next(iter(_EXPR_CACHE)))
+        # an automaton without helper rules gives an expression that does not depend on the prefix
+        _EXPR_CACHE[formula] = e if not rules else d
+        return e, rules
+    if isinstance(hit, Expr):
+        return hit, {}
+    return _emit(hit, rule_prefix)
+
+
+#: formula -> its expression (no helper rules) or its automaton (helper rules named per call);
+#: schemas repeat the same bounds (``minimum: 0``, ``type: integer``) over and over
+_EXPR_CACHE: dict[Formula, object] = {}
+_EXPR_CACHE_SIZE = 4096
 
 
 def numeral_accepts(formula: Formula) -> Callable[[bytes], bool]:
