@@ -19,10 +19,11 @@ retry there. Popping into ``EXIT`` sets the exit flag instead.
 
 Token-trie walks
 ----------------
-``ci_walk`` computes, for one state ``s`` as the top of an unknown stack, which tokens
-are accepted without leaving the frame (bits set in ``accept_row``) and at which trie
-nodes a path leaves the frame (``exit_nodes``): tokens below those nodes depend on the
-context and are resolved by ``resolve_walk`` against a real parent stack.
+``walk_trie`` from ``(s, EXIT)`` computes, for one state ``s`` as the top of an unknown
+stack, which tokens are accepted without leaving the frame (bits set in ``accept_row``)
+and at which trie nodes a path leaves the frame (``exit_nodes``): tokens below those
+nodes depend on the context and are resolved by walking their subtrees again from the
+real parent frame.
 
 Error codes (returned in ``info[2]``): 1 = arena full, 2 = configuration too large,
 3 = exit buffer full.
@@ -87,26 +88,6 @@ def _push(ret, parent, as_, ap, acount, a_step0, info):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _fast_next(t, p, c, trans, ncls, final, chain_ptr, ps, as_):
-    """Single-stack step without the generic machinery, or -3 when the generic step is needed.
-
-    Applies when ``t`` has no call chains and, if ``t`` is final, popping cannot continue: the
-    frame below is the bottom, or a caller state that neither has a transition on ``c`` nor
-    chains nor can itself pop. Returns the next state, or -1 when the byte is rejected.
-    """
-    if chain_ptr[t] != chain_ptr[t + 1]:
-        return -3
-    nt = trans[t * ncls + c]
-    if not final[t] or p == BOTTOM:
-        return nt
-    if p == EXIT:
-        return -3
-    q = _nstate(p, ps, as_)
-    if trans[q * ncls + c] >= 0 or chain_ptr[q] != chain_ptr[q + 1] or final[q]:
-        return -3
-    return nt
-
-@njit(nogil=True, cache=True, inline="always")
 def step(
     in_top, in_par, i0, i1, c,
     trans, ncls, final, chain_ptr, chain_target, chain_push_ptr, chain_push,
@@ -166,155 +147,156 @@ def _set_tokens(row, node, tok_start, tok_ids):
 
 
 @njit(nogil=True, cache=True)
-def ci_walk(
-    s,
-    node_byte, node_depth, node_end, tok_start, tok_ids,
-    byte_class, trans, ncls, final, simple, chain_ptr, chain_target, chain_push_ptr, chain_push,
-    accept_row, exit_nodes, cbuf_top, cbuf_par, cstart, cend, atop, as_, ap, work_top, work_par, info,
-):
-    """Context-independent walk from state ``s``; returns the number of exit nodes recorded."""
-    empty_i = np.zeros(1, dtype=np.int32)
-    acount = np.zeros(1, dtype=np.int64)
-    n = node_byte.shape[0]
-    cbuf_top[0] = s
-    cbuf_par[0] = EXIT
-    cstart[0] = 0
-    cend[0] = 1
-    atop[0] = 0
-    n_exit = 0
-    i = 1
-    while i < n:
-        d = node_depth[i]
-        o0 = cend[d - 1]
-        i0 = cstart[d - 1]
-        t0 = cbuf_top[i0]
-        if o0 - i0 == 1 and simple[t0]:
-            # the common case, kept tight: one stack whose top can only take a plain DFA step
-            nt = trans[t0 * ncls + byte_class[node_byte[i]]]
-            if nt < 0:
-                i = node_end[i]
-                continue
-            cstart[d] = o0
-            cbuf_top[o0] = nt
-            cbuf_par[o0] = cbuf_par[i0]
-            cend[d] = o0 + 1
-            atop[d] = atop[d - 1]
-            _set_tokens(accept_row, i, tok_start, tok_ids)
-            i += 1
-            continue
-        acount[0] = atop[d - 1]
-        cstart[d] = o0
-        info[0] = 0
-        nt = -3
-        if o0 - i0 == 1:
-            if cbuf_par[i0] == EXIT and final[t0] and chain_ptr[t0] == chain_ptr[t0 + 1]:
-                # the top frame may end here: the unknown caller might take this byte (an exit)
-                nt = trans[t0 * ncls + byte_class[node_byte[i]]]
-                info[0] = 1
-            else:
-                nt = _fast_next(t0, cbuf_par[i0], byte_class[node_byte[i]], trans, ncls, final, chain_ptr,
-                                empty_i, as_)
-        if nt != -3:
-            # one stack, no call, no possible pop: a plain DFA step
-            o1 = o0
-            if nt >= 0:
-                cbuf_top[o0] = nt
-                cbuf_par[o0] = cbuf_par[i0]
-                o1 = o0 + 1
-        else:
-            info[1] = 1 << 30
-            o1 = step(
-                cbuf_top, cbuf_par, i0, o0, byte_class[node_byte[i]],
-                trans, ncls, final, chain_ptr, chain_target, chain_push_ptr, chain_push,
-                empty_i, empty_i, empty_i, as_, ap, acount,
-                cbuf_top, cbuf_par, o0, work_top, work_par, info,
-            )
-            if info[2] != 0:
-                return n_exit
-        cend[d] = o1
-        atop[d] = acount[0]
-        if info[0] != 0:
-            if n_exit >= exit_nodes.shape[0]:
-                info[2] = ERR_EXITS
-                return n_exit
-            exit_nodes[n_exit] = i
-            n_exit += 1
-        if o1 == o0:
-            i = node_end[i]
-            continue
-        _set_tokens(accept_row, i, tok_start, tok_ids)
-        i += 1
-    return n_exit
-
-
-@njit(nogil=True, cache=True)
-def resolve_walk(
-    p,
-    exit_nodes, n_exit,
+def walk_trie(
+    top, par, starts, ends, n_starts,
     node_byte, node_depth, node_end, tok_start, tok_ids,
     byte_class, trans, ncls, final, simple, chain_ptr, chain_target, chain_push_ptr, chain_push,
     ps, pp, pd,
-    row, cbuf_top, cbuf_par, cstart, cend, atop, as_, ap, work_top, work_par, info,
+    accept_row, exit_nodes, cbuf_top, cbuf_par, cstart, cend, atop, as_, ap, work_top, work_par, info,
 ):
-    """Resolve context-dependent tokens for a stack whose top frame sits on parent node ``p``.
+    """Walk trie subtrees from the one-stack configuration ``(top, par)``; return the exit count.
 
-    For each exit node the frame has been popped: the remaining bytes (from that node on)
-    are consumed by the real stack below. Sets token bits in ``row``. Returns the smallest
-    pool depth touched (``pd[p]`` at least).
+    Each range ``starts[x]:ends[x]`` of trie nodes is walked with ``starts[x]``'s byte consumed first:
+    ``1:node_end[0]`` is the whole trie, ``e:node_end[e]`` the subtree below node ``e``. Accepted tokens set bits in
+    ``accept_row``; nodes where a path pops into ``EXIT`` are written to ``exit_nodes``.
+    ``info[3]`` is set to the smallest pool depth popped into (``1 << 30`` if none).
+
+    Context-independent masks walk the whole trie from ``(s, EXIT)``; context resolution walks the
+    subtrees below exit nodes from the real parent frame.
     """
     acount = np.zeros(1, dtype=np.int64)
-    min_depth = pd[p]
-    for x in range(n_exit):
-        e = exit_nodes[x]
-        base = node_depth[e] - 1  # relative depth 0 = the popped configuration
-        cbuf_top[0] = ps[p]
-        cbuf_par[0] = pp[p]
+    cap = cbuf_top.shape[0]
+    n_exit = 0
+    min_depth = 1 << 30
+    for x in range(n_starts):
+        first = starts[x]
+        end = ends[x]
+        base = node_depth[first] - 1  # relative depth 0 = the starting configuration
+        cbuf_top[0] = top
+        cbuf_par[0] = par
         cstart[0] = 0
         cend[0] = 1
         atop[0] = 0
-        i = e
-        end = node_end[e]
+        i = first
         while i < end:
             d = node_depth[i] - base
-            acount[0] = atop[d - 1]
             o0 = cend[d - 1]
-            cstart[d] = o0
             i0 = cstart[d - 1]
             t0 = cbuf_top[i0]
-            nt = -3
+            if o0 - i0 == 1 and simple[t0]:
+                # the common case, kept tight: one stack whose top can only take a plain DFA step
+                nt = trans[t0 * ncls + byte_class[node_byte[i]]]
+                if nt < 0:
+                    i = node_end[i]
+                    continue
+                cstart[d] = o0
+                cbuf_top[o0] = nt
+                cbuf_par[o0] = cbuf_par[i0]
+                cend[d] = o0 + 1
+                atop[d] = atop[d - 1]
+                _set_tokens(accept_row, i, tok_start, tok_ids)
+                i += 1
+                continue
+            acount[0] = atop[d - 1]
+            cstart[d] = o0
+            c = byte_class[node_byte[i]]
+            popped_out = False
             if o0 - i0 == 1:
-                if simple[t0]:
-                    nt = trans[t0 * ncls + byte_class[node_byte[i]]]
-                elif cbuf_par[i0] >= ARENA:
-                    nt = _fast_next(t0, cbuf_par[i0], byte_class[node_byte[i]], trans, ncls, final, chain_ptr,
-                                    ps, as_)
-            if nt != -3:
+                # one stack: its own transition and call chains, then the same for each frame it can
+                # pop into. Written out here, not called: numba helpers taking this many arrays cost
+                # more than the step itself.
+                ct = t0
+                cp = cbuf_par[i0]
                 o1 = o0
-                if nt >= 0:
-                    cbuf_top[o0] = nt
-                    cbuf_par[o0] = cbuf_par[i0]
-                    o1 = o0 + 1
+                a_step0 = acount[0]
+                while True:
+                    nt = trans[ct * ncls + c]
+                    if nt >= 0:
+                        dup = False
+                        for z in range(o0, o1):
+                            if cbuf_top[z] == nt and cbuf_par[z] == cp:
+                                dup = True
+                                break
+                        if not dup:
+                            cbuf_top[o1] = nt
+                            cbuf_par[o1] = cp
+                            o1 += 1
+                    for j in range(chain_ptr[ct], chain_ptr[ct + 1]):
+                        tgt = trans[chain_target[j] * ncls + c]
+                        if tgt < 0:
+                            continue
+                        q = cp
+                        for m in range(chain_push_ptr[j], chain_push_ptr[j + 1]):
+                            r = chain_push[m]
+                            k = acount[0]
+                            found = -1
+                            for z in range(a_step0, k):
+                                if as_[z] == r and ap[z] == q:
+                                    found = z
+                                    break
+                            if found < 0:
+                                if k >= as_.shape[0]:
+                                    info[2] = ERR_ARENA
+                                    return n_exit
+                                as_[k] = r
+                                ap[k] = q
+                                acount[0] = k + 1
+                                found = k
+                            q = ARENA + found
+                        dup = False
+                        for z in range(o0, o1):
+                            if cbuf_top[z] == tgt and cbuf_par[z] == q:
+                                dup = True
+                                break
+                        if not dup:
+                            if o1 >= cap:
+                                info[2] = ERR_CONFIG
+                                return n_exit
+                            cbuf_top[o1] = tgt
+                            cbuf_par[o1] = q
+                            o1 += 1
+                    if not final[ct] or cp == BOTTOM:
+                        break
+                    if cp == EXIT:
+                        popped_out = True
+                        break
+                    if cp >= ARENA:
+                        ct = as_[cp - ARENA]
+                        cp = ap[cp - ARENA]
+                    else:
+                        if pd[cp] < min_depth:
+                            min_depth = pd[cp]
+                        ct = ps[cp]
+                        cp = pp[cp]
             else:
                 info[0] = 0
                 info[1] = 1 << 30
                 o1 = step(
-                    cbuf_top, cbuf_par, i0, o0, byte_class[node_byte[i]],
+                    cbuf_top, cbuf_par, i0, o0, c,
                     trans, ncls, final, chain_ptr, chain_target, chain_push_ptr, chain_push,
                     ps, pp, pd, as_, ap, acount,
                     cbuf_top, cbuf_par, o0, work_top, work_par, info,
                 )
                 if info[2] != 0:
-                    return min_depth
+                    return n_exit
+                popped_out = info[0] != 0
                 if info[1] < min_depth:
                     min_depth = info[1]
             cend[d] = o1
             atop[d] = acount[0]
+            if popped_out:
+                if n_exit >= exit_nodes.shape[0]:
+                    info[2] = ERR_EXITS
+                    return n_exit
+                exit_nodes[n_exit] = i
+                n_exit += 1
             if o1 == o0:
                 i = node_end[i]
                 continue
-            _set_tokens(row, i, tok_start, tok_ids)
+            _set_tokens(accept_row, i, tok_start, tok_ids)
             i += 1
-    return min_depth
+    info[3] = min_depth
+    return n_exit
 
 
 @njit(nogil=True, cache=True)

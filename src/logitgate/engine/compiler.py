@@ -106,9 +106,10 @@ class CompiledGrammar:
     Thread-safe: many matchers (in many threads) may share one compiled grammar.
     """
 
-    def __init__(self, grammar: Grammar, rtn: RTN, runtime: TokenRuntime, store: MaskStore,
-                 context_cache_entries: int = 100_000):
-        self.grammar = grammar
+    def __init__(self, rtn: RTN, runtime: TokenRuntime, store: MaskStore, context_cache_entries: int = 100_000):
+        # The grammar's IR is not kept: a compiled grammar needs only its RTN arrays, and IR trees
+        # (thousands of small objects each) held by a cache of compiled grammars slow every full
+        # garbage collection of the process.
         self.rtn = rtn
         self._runtime = runtime
         self._store = store
@@ -209,7 +210,6 @@ class GrammarCompiler:
         self.cache_enabled = cache_enabled
         self._runtime = _shared_runtime(tokenizer_info)
         self._store = MaskStore(cache_limit_bytes)
-        self._by_grammar: dict[Grammar, CompiledGrammar] = {}
         self._by_input: dict[tuple, CompiledGrammar] = {}
         self._lock = threading.Lock()
 
@@ -248,7 +248,7 @@ class GrammarCompiler:
             return self._cached(("ebnf", grammar, root), lambda: Grammar.from_ebnf(grammar, root=root))
         if not isinstance(grammar, Grammar):
             raise GrammarError(f"compile_grammar needs a Grammar or EBNF text, got {type(grammar).__name__}")
-        return self._compile(grammar)
+        return self._cached(("ir", grammar), lambda: grammar)
 
     def compile_json_schema(self, schema: Any, **options: Any) -> CompiledGrammar:
         """Compile a JSON Schema (dict, bool, JSON text or pydantic model); see
@@ -279,7 +279,6 @@ class GrammarCompiler:
     def clear_cache(self) -> None:
         """Forget compiled grammars and cached masks."""
         with self._lock:
-            self._by_grammar.clear()
             self._by_input.clear()
         self._store.clear()
 
@@ -301,14 +300,4 @@ class GrammarCompiler:
         return cg
 
     def _compile(self, grammar: Grammar) -> CompiledGrammar:
-        if self.cache_enabled:
-            with self._lock:
-                hit = self._by_grammar.get(grammar)
-            if hit is not None:
-                return hit
-        rtn = compile_rtn(grammar, self.limits)
-        cg = CompiledGrammar(grammar, rtn, self._runtime, self._store)
-        if self.cache_enabled:
-            with self._lock:
-                cg = self._by_grammar.setdefault(grammar, cg)
-        return cg
+        return CompiledGrammar(compile_rtn(grammar, self.limits), self._runtime, self._store)

@@ -164,14 +164,19 @@ def _raise_walk_error(code: int) -> None:
         raise LimitExceededError("too many rule calls within one token", limit="arena_cap")
 
 
+_WHOLE_TRIE = np.ones(1, dtype=np.int32)  # the walk range starting at node 1: every token
+
+
 def _walk_one(state: int, rtn, trie, row: np.ndarray, scratch: WalkScratch) -> np.ndarray:
+    ends = trie.node_end[:1]  # node 0 (the root) ends where the trie ends
     while True:
         scratch.info[:] = 0
-        n_exit = _walk.ci_walk(
-            state,
+        n_exit = _walk.walk_trie(
+            state, _walk.EXIT, _WHOLE_TRIE, ends, 1,
             trie.node_byte, trie.node_depth, trie.node_end, trie.tok_start, trie.tok_ids,
             rtn.byte_class, rtn.trans, rtn.num_classes, rtn.final, rtn.simple,
             rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push,
+            _NO_FRAMES, _NO_FRAMES, _NO_FRAMES,
             row, scratch.exits, scratch.cbuf_top, scratch.cbuf_par, scratch.cstart, scratch.cend,
             scratch.atop, scratch.arena_state, scratch.arena_parent, scratch.work_top, scratch.work_par,
             scratch.info,
@@ -229,28 +234,29 @@ def resolve_context(state_mask: StateMask, parent: int, rtn, slices, pool, scrat
     row = scratch.row
     row[:] = 0
     min_depth = int(pool.depth[parent])
+    top, below = int(pool.state[parent]), int(pool.parent[parent])
     for sl, ex in zip(slices, state_mask.exits):
         if not ex.shape[0]:
             continue
         trie = sl.trie
         scratch.info[:] = 0
-        d = _walk.resolve_walk(
-            parent,
-            ex, ex.shape[0],
+        _walk.walk_trie(
+            top, below, ex, trie.node_end[ex], ex.shape[0],
             trie.node_byte, trie.node_depth, trie.node_end, trie.tok_start, trie.tok_ids,
             rtn.byte_class, rtn.trans, rtn.num_classes, rtn.final, rtn.simple,
             rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push,
             pool.state, pool.parent, pool.depth,
-            row, scratch.cbuf_top, scratch.cbuf_par, scratch.cstart, scratch.cend, scratch.atop,
+            row, scratch.exits, scratch.cbuf_top, scratch.cbuf_par, scratch.cstart, scratch.cend, scratch.atop,
             scratch.arena_state, scratch.arena_parent, scratch.work_top, scratch.work_par, scratch.info,
         )
         _raise_walk_error(int(scratch.info[2]))
-        min_depth = min(min_depth, int(d))
+        min_depth = min(min_depth, int(scratch.info[3]))
     count = int(_popcount_row(row))
     return _row_to_ids(row, count), min_depth
 
 
 _NO_EXITS = np.zeros(0, dtype=np.int32)
+_NO_FRAMES = np.zeros(1, dtype=np.int32)
 
 
 def warm_kernels(num_words: int, trie_ids: np.ndarray) -> None:

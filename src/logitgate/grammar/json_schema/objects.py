@@ -112,6 +112,79 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
             max_p = None
         if min_p > len(members):
             return NOTHING
+    if max_p is None and min_p <= 1:
+        return _members_in_order(cv, members, extra, min_p)
+    return _members_counted(cv, members, extra, min_p, max_p)
+
+
+#: declared members whose keys one separator state offers directly (more are reached through
+#: one call per further block); bounds the key tries, which grow quadratically within a block
+KEY_BLOCK = 12
+
+
+def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool]], extra: Expr | None,
+                      min_p: int) -> Expr:
+    """The object ``{...}`` with declared members in order, then extra members (no maxProperties;
+    minProperties at most 1).
+
+    After member ``i`` a rule ``a{i}`` holds what may follow: the closing brace, or a comma and
+    *every key* that may come next (each optional member up to the next required one), each
+    followed by its value and then the rule of its own position. The keys sit side by side in
+    one automaton, so a separator or a key prefix is read by one parser stack -- a chain of
+    "this member, or skip to the next rule" alternatives would keep one stack per remaining
+    optional member alive through every separator byte. Keys further than a block ahead are
+    reached through the block's rule ``b{k}`` (one call per block).
+    """
+    ws = cv.lex.ws
+    n = len(members)
+    prefix = cv.new_name("o")
+    next_required = [n] * (n + 1)  # first required member at or after k (n: none)
+    for k in range(n - 1, -1, -1):
+        next_required[k] = k if members[k][2] else next_required[k + 1]
+    close = seq(ws, lit("}"))
+    extras = None if extra is None else seq(extra, repeat(seq(ws, lit(","), ws, extra), 0, None), close)
+
+    def after(i: int) -> Expr:  # after member i (-1: after the opening brace)
+        return Ref(f"{prefix}.a{i + 1}") if i >= 0 else _after_body(-1)
+
+    def choice(k: int) -> Expr:
+        """Member ``k`` or a later one (up to the next required member), or extra members when
+        none is required any more."""
+        r = next_required[k]
+        block_end = (k // KEY_BLOCK + 1) * KEY_BLOCK
+        opts = [seq(members[j][1], after(j)) for j in range(k, min(r + 1, n, block_end))]
+        if r >= block_end and block_end < n:
+            opts.append(block(block_end))
+        elif r >= n and extras is not None:
+            opts.append(extras)
+        return alt(*opts)
+
+    blocks: dict[int, Expr] = {}
+
+    def block(k: int) -> Expr:
+        if k not in blocks:
+            blocks[k] = Ref(f"{prefix}.b{k}")
+            cv.rules[f"{prefix}.b{k}"] = choice(k)
+        return blocks[k]
+
+    def _after_body(i: int) -> Expr:
+        k = i + 1
+        can_close = next_required[k] >= n and (i >= 0 or min_p == 0)
+        opts = [close] if can_close else []
+        if k < n or extras is not None:
+            opts.append(seq(ws, lit(","), ws, choice(k)) if i >= 0 else seq(ws, choice(k)))
+        return alt(*opts)
+
+    for i in range(n):
+        cv.rules[f"{prefix}.a{i + 1}"] = _after_body(i)
+    return seq(lit("{"), _after_body(-1))
+
+
+def _members_counted(cv: Converter, members: list[tuple[str, Expr, bool]], extra: Expr | None,
+                     min_p: int, max_p: int | None) -> Expr:
+    """The object ``{...}`` when members must be counted (``maxProperties``, ``minProperties`` > 1):
+    one rule per (position, members so far)."""
+    ws = cv.lex.ws
     sep_first = ws
     sep_more = seq(ws, lit(","), ws)
     cap = max(min_p, 1) if max_p is None else max_p
