@@ -57,6 +57,21 @@ def survival_search(
     cover_start, edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls,
 ):
     """Survival depth of ``state`` (``INFINITE`` when nothing ever dies); see the module docstring."""
+    # Most states die on the first character (they are not inside a string): check that before
+    # allocating anything.
+    q0 = cover_start
+    for e in range(edge_ptr[q0], edge_ptr[q0 + 1]):
+        for ci in range(edge_cls_ptr[e], edge_cls_ptr[e + 1]):
+            c = edge_cls[ci]
+            if trans[state * ncls + c] >= 0:
+                continue
+            taken = False
+            for j in range(chain_ptr[state], chain_ptr[state + 1]):
+                if trans[chain_target[j] * ncls + c] >= 0:
+                    taken = True
+                    break
+            if not taken:
+                return 0
     nq = edge_ptr.shape[0] - 1
     set_data = np.empty(256, dtype=np.int32)
     set_off = np.zeros(65, dtype=np.int64)

@@ -409,10 +409,12 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
 
 def _rule_hashes(names: list[str], dfas: list[DFA]) -> list[str]:
     """Digest per rule of its own DFA (canonical: minimal, numbered breadth-first, classes by
-    lowest byte) and of every rule it can call.
+    lowest byte) with every call labelled by the callee's digest, callees first.
 
-    Two rules with equal digests behave identically as stack tops, whatever grammar they
-    come from, so per-state token masks can be shared between grammars.
+    Two rules with equal digests behave identically as stack tops, whatever grammar they come from
+    and whatever they are called there, so per-state token masks can be shared between grammars.
+    Rules in a recursive cycle cannot be labelled by digests of themselves: inside a cycle calls are
+    labelled by rule name, and each member's digest covers the whole cycle.
     """
     local: list[bytes] = []
     for d in dfas:
@@ -423,22 +425,22 @@ def _rule_hashes(names: list[str], dfas: list[DFA]) -> list[str]:
         h.update(d.final.tobytes())
         h.update(d.call_src.tobytes())
         h.update(d.call_dst.tobytes())
-        for r in d.call_rule.tolist():
-            h.update(names[r].encode() + b"\x00")
         local.append(h.digest())
-    callees = [np.unique(d.call_rule).tolist() for d in dfas]
-    out = []
-    for i in range(len(dfas)):
-        # closure of callees
-        seen = {i}
-        stack = [i]
-        while stack:
-            for r in callees[stack.pop()]:
-                if r not in seen:
-                    seen.add(r)
-                    stack.append(r)
-        h = hashlib.sha256(names[i].encode() + b"\x00")
-        for r in sorted(seen, key=lambda x: names[x]):
-            h.update(names[r].encode() + b"\x00" + local[r])
-        out.append(h.hexdigest())
-    return out
+    callees = {i: np.unique(d.call_rule).tolist() for i, d in enumerate(dfas)}
+    digests: list[bytes] = [b""] * len(dfas)
+
+    def labelled(i: int, cycle: set[int]) -> bytes:
+        labels = (names[r].encode() + b"\x00" if r in cycle else digests[r] for r in dfas[i].call_rule.tolist())
+        return local[i] + b"".join(labels)
+
+    for comp in strongly_connected_components(callees):  # callees first
+        if len(comp) == 1 and comp[0] not in callees[comp[0]]:
+            digests[comp[0]] = hashlib.sha256(labelled(comp[0], set())).digest()
+            continue
+        members = set(comp)
+        cycle = hashlib.sha256(b"cycle")
+        for i in sorted(comp, key=lambda x: names[x]):
+            cycle.update(names[i].encode() + b"\x00" + labelled(i, members))
+        for i in comp:
+            digests[i] = hashlib.sha256(cycle.digest() + names[i].encode()).digest()
+    return [d.hex() for d in digests]

@@ -167,17 +167,18 @@ def _survival_search(cover: DFA, state: int, rtn, limit: int, max_pairs: int) ->
 
 
 def _cover_edge_arrays(cover: DFA, rtn) -> tuple[np.ndarray, ...]:
-    """``cover``'s edges as flat arrays, each with the grammar byte classes its bytes touch."""
-    ptr, to, fin, cls_ptr, cls = [0], [], [], [0], []
-    for q in range(cover.num_states):
-        for m, q2 in cover.edge_masks(q):
-            to.append(q2)
-            fin.append(1 if cover.final[q2] else 0)
-            cls.extend(c for c in range(rtn.num_classes) if rtn.class_masks[c] & m)
-            cls_ptr.append(len(cls))
-        ptr.append(len(to))
-    return (np.array(ptr, dtype=np.int64), np.array(to, dtype=np.int64), np.array(fin, dtype=np.int64),
-            np.array(cls_ptr, dtype=np.int64), np.array(cls, dtype=np.int64))
+    """``cover``'s edges (one per state and cover class) as flat arrays, each with the grammar byte
+    classes its bytes touch."""
+    touch = np.zeros((cover.num_classes, rtn.num_classes), dtype=bool)
+    touch[cover.byte_class, rtn.byte_class] = True
+    q, cc = np.nonzero(cover.trans >= 0)  # row-major: edges grouped by state
+    to = cover.trans[q, cc].astype(np.int64)
+    ptr = np.zeros(cover.num_states + 1, dtype=np.int64)
+    np.cumsum(np.bincount(q, minlength=cover.num_states), out=ptr[1:])
+    edge, cls = np.nonzero(touch[cc])
+    cls_ptr = np.zeros(to.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(edge, minlength=to.shape[0]), out=cls_ptr[1:])
+    return ptr, to, cover.final[to].astype(np.int64), cls_ptr, cls.astype(np.int64)
 
 
 def _cached(obj, name: str, make, cap: int | None = None):
