@@ -15,7 +15,7 @@ import pytest
 
 import logitgate as lg
 from logitgate.engine.masks import compute_state_mask
-from logitgate.engine.slices import Slice, survival_depth
+from logitgate.engine.slices import SliceSet, survival_depth
 from logitgate.tokenizer.bundled import bundled_available, load_bundled
 
 pytestmark = pytest.mark.skipif(not bundled_available("llama3"), reason="needs quicktok-v1 (test extra)")
@@ -33,10 +33,8 @@ def _ids(mask, runtime) -> set[int]:
     return set(np.flatnonzero(bits).tolist())
 
 
-def _whole_trie_slice(runtime) -> Slice:
-    ids = runtime.trie.tok_ids
-    bits = runtime.base_row.copy()
-    return Slice("all", None, None, ids, runtime.trie, bits)
+def _whole_trie_slice(runtime) -> SliceSet:
+    return SliceSet.whole(runtime.trie, runtime.base_row.copy())
 
 
 SCHEMAS = [
@@ -61,7 +59,7 @@ TEXTS = ['"abcdefghij"', '"abcdefghijklmnopqrstuvwxyz0123456789ab"', '"hello, wo
 def test_masks_with_slices_equal_whole_trie_walks(compiler, k):
     cg = compiler.compile_json_schema(SCHEMAS[k])
     rt = cg._runtime
-    whole = [_whole_trie_slice(rt)]
+    whole = _whole_trie_slice(rt)
     m = lg.GrammarMatcher(cg)
     text = TEXTS[k].encode()
     checked = 0

@@ -70,9 +70,7 @@ class TokenRuntime:
                 if self._slices is None:
                     from .slices import build_slices
 
-                    self._slices = build_slices(
-                        self.info.token_bytes, self.trie.tok_ids, self.num_words, type(self.trie).from_tokens
-                    )
+                    self._slices = build_slices(self.info.token_bytes, self.trie.tok_ids, self.num_words)
         return self._slices
 
     def scratch(self) -> WalkScratch:

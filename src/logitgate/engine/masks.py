@@ -23,8 +23,8 @@ import numpy as np
 from numba import njit
 
 from ..errors import LimitExceededError
-from . import _walk
-from .slices import slice_contained, survival_depth
+from . import _walk as _walk_mod
+from .slices import SliceSet, slice_contained, survival_depth
 
 __all__ = ["MaskStore", "StateMask", "TokenSetKind", "WalkScratch", "compute_state_mask", "resolve_context",
            "warm_kernels"]
@@ -45,13 +45,16 @@ class StateMask:
 
     kind: int
     data: np.ndarray  # int32: bitset words, or sorted token ids
-    exits: tuple[np.ndarray, ...]  # per slice: int32 trie node ids where a path leaves the frame
+    exits: np.ndarray  # int32 nodes of the slice set's trie where a path leaves the frame
     count: int  # number of accepted tokens (context-independent part)
-    has_exits: bool = False
+
+    @property
+    def has_exits(self) -> bool:
+        return self.exits.shape[0] > 0
 
     @property
     def nbytes(self) -> int:
-        return int(self.data.nbytes + sum(e.nbytes for e in self.exits) + 64)
+        return int(self.data.nbytes + self.exits.nbytes + 64)
 
     def write(self, row: np.ndarray, overwrite: bool, base: np.ndarray) -> None:
         """Write (``overwrite``) or OR this set into a packed bitmask row.
@@ -155,49 +158,25 @@ class WalkScratch:
 
 
 def _raise_walk_error(code: int) -> None:
-    if code == _walk.ERR_CONFIG:
+    if code == _walk_mod.ERR_CONFIG:
         raise LimitExceededError(
             f"the grammar is too ambiguous here: more than {CONFIG_CAP} parser stacks at once",
             limit="config_cap",
         )
-    if code == _walk.ERR_ARENA:
+    if code == _walk_mod.ERR_ARENA:
         raise LimitExceededError("too many rule calls within one token", limit="arena_cap")
 
 
-_WHOLE_TRIE = np.ones(1, dtype=np.int32)  # the walk range starting at node 1: every token
-
-
-def _walk_one(state: int, rtn, trie, row: np.ndarray, scratch: WalkScratch) -> np.ndarray:
-    ends = trie.node_end[:1]  # node 0 (the root) ends where the trie ends
-    while True:
-        scratch.info[:] = 0
-        n_exit = _walk.walk_trie(
-            state, _walk.EXIT, _WHOLE_TRIE, ends, 1,
-            trie.node_byte, trie.node_depth, trie.node_end, trie.tok_start, trie.tok_ids,
-            rtn.byte_class, rtn.trans, rtn.num_classes, rtn.final, rtn.simple,
-            rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push,
-            _NO_FRAMES, _NO_FRAMES, _NO_FRAMES,
-            row, scratch.exits, scratch.cbuf_top, scratch.cbuf_par, scratch.cstart, scratch.cend,
-            scratch.atop, scratch.arena_state, scratch.arena_parent, scratch.work_top, scratch.work_par,
-            scratch.info,
-        )
-        code = int(scratch.info[2])
-        if code == _walk.ERR_EXITS:  # at most one exit per trie node: size it once and walk again
-            scratch.exits = np.empty(max(scratch.exits.shape[0] * 4, trie.node_byte.shape[0]), dtype=np.int32)
-            continue
-        _raise_walk_error(code)
-        return scratch.exits[:n_exit].copy()
-
-
-def compute_state_mask(state: int, rtn, slices, trie_ids: np.ndarray, scratch: WalkScratch) -> StateMask:
+def compute_state_mask(state: int, rtn, slices: SliceSet, trie_ids: np.ndarray, scratch: WalkScratch) -> StateMask:
     """Context-independent mask of ``state`` (see module docstring).
 
-    ``slices`` partition the trie tokens (:mod:`.slices`); ``trie_ids`` are all of them.
+    ``slices`` partition the trie tokens (:mod:`.slices`); ``trie_ids`` are all of them. Slices
+    whose every token the state accepts are OR-ed in; the others are walked in one call.
     """
     row = scratch.row
     row[:] = 0
-    exits = []
     depths: dict[int, float] = {}  # per cover automaton: the state's survival depth
+    starts, ends = [], []
     for sl in slices:
         inside = False
         if sl.cover is not None:
@@ -208,51 +187,64 @@ def compute_state_mask(state: int, rtn, slices, trie_ids: np.ndarray, scratch: W
             inside = slice_contained(sl, depths[key])
         if inside:
             row |= sl.bitset
-            exits.append(_NO_EXITS)
-        elif sl.token_ids.shape[0]:
-            exits.append(_walk_one(state, rtn, sl.trie, row, scratch))
-        else:
-            exits.append(_NO_EXITS)
+        elif sl.end > sl.first:
+            starts.append(sl.first)
+            ends.append(sl.end)
+    exits = _NO_EXITS
+    if starts:
+        exits = _walk(state, _walk_mod.EXIT, np.array(starts, dtype=np.int32), np.array(ends, dtype=np.int32),
+                      rtn, slices.trie, _NO_FRAMES, row, scratch, keep_exits=True)
     count = int(_popcount_row(row))
     n_trie = int(trie_ids.shape[0])
     words = row.shape[0]
-    ex = tuple(exits)
-    has = any(e.shape[0] for e in ex)
     # choose the smallest representation (ids are 4 bytes each, the bitset 4 bytes a word)
     if count <= words:
-        return StateMask(TokenSetKind.ACCEPTED, _row_to_ids(row, count), ex, count, has)
+        return StateMask(TokenSetKind.ACCEPTED, _row_to_ids(row, count), exits, count)
     if n_trie - count <= words:
-        return StateMask(TokenSetKind.REJECTED, _rejected_ids(row, trie_ids, n_trie - count), ex, count, has)
-    return StateMask(TokenSetKind.BITSET, row.copy(), ex, count, has)
+        return StateMask(TokenSetKind.REJECTED, _rejected_ids(row, trie_ids, n_trie - count), exits, count)
+    return StateMask(TokenSetKind.BITSET, row.copy(), exits, count)
 
 
-def resolve_context(state_mask: StateMask, parent: int, rtn, slices, pool, scratch: WalkScratch) -> tuple[np.ndarray, int]:
+def resolve_context(state_mask: StateMask, parent: int, rtn, slices: SliceSet, pool,
+                    scratch: WalkScratch) -> tuple[np.ndarray, int]:
     """Tokens below the exit nodes accepted with the real parent stack ``parent``.
 
     Returns ``(token ids, deepest pool depth touched)``.
     """
     row = scratch.row
     row[:] = 0
-    min_depth = int(pool.depth[parent])
-    top, below = int(pool.state[parent]), int(pool.parent[parent])
-    for sl, ex in zip(slices, state_mask.exits):
-        if not ex.shape[0]:
-            continue
-        trie = sl.trie
+    ex = state_mask.exits
+    trie = slices.trie
+    _walk(int(pool.state[parent]), int(pool.parent[parent]), ex, trie.node_end[ex], rtn, trie,
+          pool, row, scratch, keep_exits=False)
+    min_depth = min(int(pool.depth[parent]), int(scratch.info[3]))
+    count = int(_popcount_row(row))
+    return _row_to_ids(row, count), min_depth
+
+
+def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, pool, row: np.ndarray,
+          scratch: WalkScratch, keep_exits: bool) -> np.ndarray:
+    """One :func:`walk_trie` call (``pool``: the frames below ``par``, or ``_NO_FRAMES``); returns the
+    exit nodes (a copy, when ``keep_exits``)."""
+    frames = (_NO_FRAMES, _NO_FRAMES, _NO_FRAMES) if pool is _NO_FRAMES else (pool.state, pool.parent, pool.depth)
+    while True:
         scratch.info[:] = 0
-        _walk.walk_trie(
-            top, below, ex, trie.node_end[ex], ex.shape[0],
+        n_exit = _walk_mod.walk_trie(
+            top, par, starts, ends, starts.shape[0],
             trie.node_byte, trie.node_depth, trie.node_end, trie.tok_start, trie.tok_ids,
             rtn.byte_class, rtn.trans, rtn.num_classes, rtn.final, rtn.simple,
             rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push,
-            pool.state, pool.parent, pool.depth,
-            row, scratch.exits, scratch.cbuf_top, scratch.cbuf_par, scratch.cstart, scratch.cend, scratch.atop,
-            scratch.arena_state, scratch.arena_parent, scratch.work_top, scratch.work_par, scratch.info,
+            *frames,
+            row, scratch.exits, scratch.cbuf_top, scratch.cbuf_par, scratch.cstart, scratch.cend,
+            scratch.atop, scratch.arena_state, scratch.arena_parent, scratch.work_top, scratch.work_par,
+            scratch.info,
         )
-        _raise_walk_error(int(scratch.info[2]))
-        min_depth = min(min_depth, int(scratch.info[3]))
-    count = int(_popcount_row(row))
-    return _row_to_ids(row, count), min_depth
+        code = int(scratch.info[2])
+        if code == _walk_mod.ERR_EXITS:  # at most one exit per trie node: size it once and walk again
+            scratch.exits = np.empty(max(scratch.exits.shape[0] * 4, trie.node_byte.shape[0]), dtype=np.int32)
+            continue  # (bits already set are set again: the row needs no reset)
+        _raise_walk_error(code)
+        return scratch.exits[:n_exit].copy() if keep_exits else _NO_EXITS
 
 
 _NO_EXITS = np.zeros(0, dtype=np.int32)

@@ -29,10 +29,11 @@ import numpy as np
 
 from ..grammar.ir import Repeat, seq
 from ..grammar.utf8 import codepoint_ranges_expr
+from ..tokenizer.trie import TokenTrie
 from ._survival import INFINITE, survival_search
 from .automata import DFA, standalone_dfa
 
-__all__ = ["DEFAULT_SLICE_BOUNDS", "Slice", "build_slices", "slice_contained", "survival_depth"]
+__all__ = ["DEFAULT_SLICE_BOUNDS", "Slice", "SliceSet", "build_slices", "slice_contained", "survival_depth"]
 
 #: (min chars, max chars or None) of the default JSON-string slices
 DEFAULT_SLICE_BOUNDS: tuple[tuple[int, int | None], ...] = ((1, 10), (11, 30), (31, None))
@@ -45,19 +46,41 @@ _JSON_CHARS = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0x80, 0x2027), (0x202A
 
 @dataclass
 class Slice:
-    """A set of tokens with its trie and bitset.
+    """A set of tokens with its bitset and its subtree of the slice set's trie.
 
     ``cover`` (None for the remainder slice) is the automaton of ``C+``: the slice holds
     ``C``-strings of at most ``max_chars`` characters (None = no upper bound), the lower
-    bound being the previous slice's ``max_chars + 1``.
+    bound being the previous slice's ``max_chars + 1``. Its tokens are the trie nodes
+    ``first:end`` (a walk range of :func:`logitgate.engine._walk.walk_trie`).
     """
 
     name: str
     cover: DFA | None
     max_chars: int | None
     token_ids: np.ndarray
-    trie: object
     bitset: np.ndarray
+    first: int
+    end: int
+
+
+@dataclass
+class SliceSet:
+    """Slices partitioning a vocabulary, with their tries laid end to end in one :class:`TokenTrie`
+    (so a state's mask is one walk over the ranges of the slices it must walk)."""
+
+    slices: list[Slice]
+    trie: TokenTrie
+
+    def __iter__(self):
+        return iter(self.slices)
+
+    def __len__(self) -> int:
+        return len(self.slices)
+
+    @classmethod
+    def whole(cls, trie: TokenTrie, bitset: np.ndarray) -> SliceSet:
+        """One remainder slice holding every token of ``trie`` (no slice can be skipped)."""
+        return cls([Slice("all", None, None, trie.tok_ids, bitset, 1, trie.num_nodes)], trie)
 
 
 def _cover_dfa() -> DFA:
@@ -65,13 +88,9 @@ def _cover_dfa() -> DFA:
     return standalone_dfa(seq(Repeat(ch, 1, None)), None, 10_000)
 
 
-def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int, make_trie,
-                 bounds=DEFAULT_SLICE_BOUNDS) -> list[Slice]:
-    """Partition the trie's tokens into slices (the last one is the remainder).
-
-    ``make_trie(list_of_bytes, ids)`` builds a trie in the layout of
-    :class:`logitgate.tokenizer.TokenTrie`.
-    """
+def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
+                 bounds=DEFAULT_SLICE_BOUNDS) -> SliceSet:
+    """Partition the trie's tokens into slices (the last one is the remainder)."""
     remaining = np.asarray(trie_ids, dtype=np.int32)
     texts = {}
     for i in remaining.tolist():
@@ -79,7 +98,7 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
             texts[i] = token_bytes[i].decode("utf-8")
         except UnicodeDecodeError:
             texts[i] = None
-    out: list[Slice] = []
+    parts: list[tuple[str, DFA | None, int | None, np.ndarray]] = []
     cover = _cover_dfa()
     taken = np.zeros(len(token_bytes), dtype=bool)
     for lo, hi in bounds:
@@ -92,22 +111,24 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
                 ids.append(i)
         arr = np.array(ids, dtype=np.int32)
         taken[arr] = True
-        out.append(_make(f"json{lo}-{hi or ''}", cover, hi, arr, token_bytes, num_words, make_trie))
+        parts.append((f"json{lo}-{hi or ''}", cover, hi, arr))
     rest = np.array([i for i in remaining.tolist() if not taken[i]], dtype=np.int32)
-    out.append(_make("rest", None, None, rest, token_bytes, num_words, make_trie))
-    return out
+    parts.append(("rest", None, None, rest))
+    tries = [TokenTrie.from_tokens([token_bytes[i] for i in ids.tolist()], ids) for *_, ids in parts]
+    trie, roots = TokenTrie.concat(tries)
+    slices = [Slice(name, cov, hi, ids, _bitset(ids, num_words), int(r) + 1, int(r) + t.num_nodes)
+              for (name, cov, hi, ids), t, r in zip(parts, tries, roots)]
+    return SliceSet(slices, trie)
 
 
 _JSON_RUN = re.compile('[^"\\\\\x00-\x1f\x7f\u2028\u2029]+')
 
 
-def _make(name, cover, hi, ids, token_bytes, num_words, make_trie) -> Slice:
+def _bitset(ids: np.ndarray, num_words: int) -> np.ndarray:
     bits = np.zeros(num_words, dtype=np.int32)
     if ids.shape[0]:
-        u = bits.view(np.uint32)
-        np.bitwise_or.at(u, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
-    trie = make_trie([token_bytes[i] for i in ids.tolist()], ids)
-    return Slice(name, cover, hi, ids, trie, bits)
+        np.bitwise_or.at(bits.view(np.uint32), ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
+    return bits
 
 
 def slice_contained(sl: Slice, depth: float) -> bool:

@@ -125,6 +125,37 @@ class TokenTrie:
         tok_ids = ids[np.asarray(order, dtype=np.int64)].astype(np.int32) if order else np.zeros(0, np.int32)
         return cls(node_byte, node_depth, node_parent, node_end, tok_start, tok_ids, int(max_len))
 
+    @classmethod
+    def concat(cls, tries: Sequence[TokenTrie]) -> tuple[TokenTrie, np.ndarray]:
+        """The tries laid end to end as one array set, and each one's root node in it.
+
+        Walks stay inside a subtree, so node ``r + 1 : r + n`` of the result (``r`` a root,
+        ``n`` that trie's node count) is exactly the old trie ``1 : n``.
+        """
+        roots = np.zeros(len(tries), dtype=np.int64)
+        node_end, node_parent, tok_start = [], [], []
+        nodes = toks = 0
+        for k, t in enumerate(tries):
+            roots[k] = nodes
+            node_end.append(t.node_end + nodes)
+            node_parent.append(np.where(t.node_parent >= 0, t.node_parent + nodes, -1))
+            tok_start.append(t.tok_start[:-1] + toks)
+            nodes += t.num_nodes
+            toks += t.num_tokens
+
+        def cat(parts: list[np.ndarray], dtype) -> np.ndarray:
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+        return cls(
+            node_byte=cat([t.node_byte for t in tries], np.uint8),
+            node_depth=cat([t.node_depth for t in tries], np.int32),
+            node_parent=cat(node_parent, np.int32),
+            node_end=cat(node_end, np.int32),
+            tok_start=cat([*tok_start, np.array([toks])], np.int32),
+            tok_ids=cat([t.tok_ids for t in tries], np.int32),
+            max_depth=max((t.max_depth for t in tries), default=0),
+        ), roots
+
     def lookup(self, data: bytes) -> int:
         """The node spelling ``data``, or -1 if no token starts with ``data`` (slow; for tests/tools)."""
         node = 0
