@@ -78,7 +78,7 @@ def test_masks_with_slices_equal_whole_trie_walks(compiler, k):
 @pytest.mark.parametrize("max_len", [0, 1, 5, 10, 11, 29, 30, 31, 100])
 def test_survival_depth_of_bounded_strings(compiler, max_len):
     cg = compiler.compile_json_schema({"type": "string", "maxLength": max_len})
-    cover = next(sl.cover for sl in cg._runtime.slices if sl.cover is not None)
+    cover = next(sl.cover for sl in cg._runtime.slices if sl.name.startswith("json"))
     m = lg.GrammarMatcher(cg)
     assert m.accept_string('"')
     for used in range(min(max_len, 35) + 1):
@@ -92,7 +92,7 @@ def test_survival_depth_of_bounded_strings(compiler, max_len):
 
 def test_unbounded_string_survives_everything(compiler):
     cg = compiler.compile_json_schema({"type": "string"})
-    cover = next(sl.cover for sl in cg._runtime.slices if sl.cover is not None)
+    cover = next(sl.cover for sl in cg._runtime.slices if sl.name.startswith("json"))
     m = lg.GrammarMatcher(cg)
     assert m.accept_string('"ab')
     (state,) = {int(x) for x in m._top}

@@ -269,3 +269,158 @@ def hopcroft_blocks(delta, final):
                     wb, wa, nw = _push_work(wb, wa, nw, small, a2)
                     in_w[small * k + a2] = 1
     return blk[:n]
+
+
+@njit(nogil=True, cache=True)
+def renumber(trans, final, c_src, c_rule, c_dst, keep, start):
+    """Trim (states live and reachable from ``start``; calls with ``keep[rule]`` only) and number
+    breadth-first. Calls come and go sorted by source, then rule. No states when ``start`` is dead."""
+    n, k = trans.shape
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    kept = np.zeros(c_src.shape[0], dtype=np.uint8)
+    for e in range(c_src.shape[0]):
+        if keep[c_rule[e]]:
+            kept[e] = 1
+            ptr[c_src[e] + 1] += 1
+    for s in range(n):
+        ptr[s + 1] += ptr[s]
+    dst = np.empty(ptr[n], dtype=np.int32)
+    eid = np.empty(ptr[n], dtype=np.int64)
+    j = 0
+    for e in range(c_src.shape[0]):
+        if kept[e]:
+            dst[j] = c_dst[e]
+            eid[j] = e
+            j += 1
+    order, index = trim_order(trans, final, ptr, dst, start)
+    m = order.shape[0]
+    t2 = np.full((m, k), -1, dtype=np.int32)
+    f2 = np.zeros(m, dtype=np.uint8)
+    nc = 0
+    for i in range(m):
+        s = order[i]
+        f2[i] = final[s]
+        for c in range(k):
+            t = trans[s, c]
+            if t >= 0 and index[t] >= 0:
+                t2[i, c] = index[t]
+        for j in range(ptr[s], ptr[s + 1]):
+            if index[dst[j]] >= 0:
+                nc += 1
+    cs = np.empty(nc, dtype=np.int32)
+    cr = np.empty(nc, dtype=np.int32)
+    cd = np.empty(nc, dtype=np.int32)
+    nc = 0
+    for i in range(m):
+        s = order[i]
+        for j in range(ptr[s], ptr[s + 1]):
+            t = index[dst[j]]
+            if t >= 0:
+                cs[nc] = i
+                cr[nc] = c_rule[eid[j]]
+                cd[nc] = t
+                nc += 1
+    return t2, f2, cs, cr, cd
+
+
+@njit(nogil=True, cache=True)
+def canonical_dfa(trans, final, c_src, c_rule, c_dst, keep, start):
+    """The minimal DFA in canonical form: trimmed (see :func:`renumber`), equivalent states merged
+    (Hopcroft, calls as extra symbols), numbered breadth-first, and equal classes merged.
+
+    Returns ``(trans, final, call_src, call_rule, call_dst, group)`` where ``group[c]`` is the
+    merged class of old class ``c`` (numbered in order of first occurrence); no states when the
+    language is empty.
+    """
+    t1, f1, cs, cr, cd = renumber(trans, final, c_src, c_rule, c_dst, keep, start)
+    n, k = t1.shape
+    if n > 0:
+        # callee columns
+        ncallee = 0
+        col = np.full(keep.shape[0], -1, dtype=np.int64)
+        for e in range(cr.shape[0]):
+            if col[cr[e]] < 0:
+                col[cr[e]] = 0
+        for r in range(keep.shape[0]):
+            if col[r] == 0:
+                col[r] = ncallee
+                ncallee += 1
+        delta = np.full((n, k + ncallee), -1, dtype=np.int32)
+        delta[:, :k] = t1
+        for e in range(cs.shape[0]):
+            delta[cs[e], k + col[cr[e]]] = cd[e]
+        blk = hopcroft_blocks(delta, f1)
+        # dense block ids in order of first state; rep[b] = first state of block b
+        dense = np.full(n + 1, -1, dtype=np.int64)
+        block = np.empty(n, dtype=np.int64)
+        rep = np.empty(n, dtype=np.int64)
+        nb = 0
+        for s in range(n):
+            b = blk[s]
+            if dense[b] < 0:
+                dense[b] = nb
+                rep[nb] = s
+                nb += 1
+            block[s] = dense[b]
+        if nb < n:
+            qt = np.full((nb, k), -1, dtype=np.int32)
+            qf = np.zeros(nb, dtype=np.uint8)
+            qn = 0
+            for b in range(nb):
+                s = rep[b]
+                qf[b] = f1[s]
+                for c in range(k):
+                    t = t1[s, c]
+                    if t >= 0:
+                        qt[b, c] = block[t]
+            cptr = np.zeros(n + 1, dtype=np.int64)  # calls are sorted by source
+            for e in range(cs.shape[0]):
+                cptr[cs[e] + 1] += 1
+            for s in range(n):
+                cptr[s + 1] += cptr[s]
+            for b in range(nb):
+                qn += cptr[rep[b] + 1] - cptr[rep[b]]
+            qs = np.empty(qn, dtype=np.int32)
+            qr = np.empty(qn, dtype=np.int32)
+            qd = np.empty(qn, dtype=np.int32)
+            # the representatives' calls, by block, then rule
+            qn = 0
+            for b in range(nb):
+                for e in range(cptr[rep[b]], cptr[rep[b] + 1]):
+                    qs[qn] = b
+                    qr[qn] = cr[e]
+                    qd[qn] = block[cd[e]]
+                    qn += 1
+            t1, f1, cs, cr, cd = renumber(qt, qf, qs, qr, qd, keep, block[0])
+            n = t1.shape[0]
+    # merge classes whose columns are equal (hashes first, then a comparison)
+    h = np.zeros(k, dtype=np.uint64)
+    for s in range(n):
+        for c in range(k):
+            h[c] = (h[c] ^ np.uint64(t1[s, c] + 2)) * np.uint64(1099511628211)
+    group = np.full(k, -1, dtype=np.int64)
+    first_of = np.empty(k, dtype=np.int64)
+    ng = 0
+    for c in range(k):
+        for g in range(ng):
+            f = first_of[g]
+            if h[f] != h[c]:
+                continue
+            same = True
+            for s in range(n):
+                if t1[s, c] != t1[s, f]:
+                    same = False
+                    break
+            if same:
+                group[c] = g
+                break
+        if group[c] < 0:
+            group[c] = ng
+            first_of[ng] = c
+            ng += 1
+    if ng < k:
+        t3 = np.empty((n, ng), dtype=np.int32)
+        for g in range(ng):
+            t3[:, g] = t1[:, first_of[g]]
+        t1 = t3
+    return t1, f1, cs, cr, cd, group

@@ -43,6 +43,78 @@ _FNV_OFFSET = np.uint64(14695981039346656037)
 _FNV_PRIME = np.uint64(1099511628211)
 
 
+# ----------------------------------------------------------------------------- byte classes
+
+
+@njit(nogil=True, cache=True)
+def byte_classes(set_words, lit_used):
+    """The coarsest byte classes refining every byte set and isolating every used literal byte.
+
+    ``set_words[j]`` holds set ``j`` as 4 little-endian 64-bit words (bit ``b`` = byte ``b``).
+    Classes are numbered by their lowest byte. Returns ``(byte_class[256], mask_ptr, mask_cls)``:
+    the classes of mask id ``m`` are ``mask_cls[mask_ptr[m]:mask_ptr[m + 1]]`` (ids ``0..255`` are
+    single bytes, ``256 + j`` the sets).
+    """
+    nsets = set_words.shape[0]
+    nw = (nsets + 63) // 64
+    sig = np.zeros((256, nw + 1), dtype=np.uint64)  # membership bits per byte, then the literal tag
+    for b in range(256):
+        w, bit = b >> 6, np.uint64(b & 63)
+        for j in range(nsets):
+            if (set_words[j, w] >> bit) & np.uint64(1):
+                sig[b, j >> 6] |= np.uint64(1) << np.uint64(j & 63)
+        if lit_used[b]:
+            sig[b, nw] = np.uint64(b + 1)
+    byte_class = np.full(256, -1, dtype=np.int32)
+    rep = np.empty(256, dtype=np.int64)
+    table = np.full(1024, -1, dtype=np.int64)  # open addressing over signature hashes: class ids
+    ncls = 0
+    for b in range(256):
+        h = np.uint64(14695981039346656037)
+        for x in range(nw + 1):
+            h = (h ^ sig[b, x]) * np.uint64(1099511628211)
+        slot = np.int64(h & np.uint64(1023))
+        while True:
+            c = table[slot]
+            if c < 0:
+                table[slot] = ncls
+                rep[ncls] = b
+                byte_class[b] = ncls
+                ncls += 1
+                break
+            same = True
+            r = rep[c]
+            for x in range(nw + 1):
+                if sig[r, x] != sig[b, x]:
+                    same = False
+                    break
+            if same:
+                byte_class[b] = c
+                break
+            slot = (slot + 1) & 1023
+    ptr = np.zeros(257 + nsets, dtype=np.int64)
+    for m in range(256):
+        ptr[m + 1] = m + 1
+    count = 0
+    for j in range(nsets):
+        for c in range(ncls):
+            r = rep[c]
+            if (set_words[j, r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
+                count += 1
+    cls = np.empty(256 + count, dtype=np.int32)
+    for m in range(256):
+        cls[m] = byte_class[m]
+    k = 256
+    for j in range(nsets):
+        for c in range(ncls):
+            r = rep[c]
+            if (set_words[j, r >> 6] >> np.uint64(r & 63)) & np.uint64(1):
+                cls[k] = c
+                k += 1
+        ptr[257 + j] = k
+    return byte_class, ptr, cls
+
+
 # ----------------------------------------------------------------------------- Thompson
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq, iter_refs
 from . import _construction_kernels as K
-from ._automata_kernels import hopcroft_blocks, product_table, trim_order
+from ._automata_kernels import canonical_dfa, product_table, renumber, trim_order
 
 __all__ = [
     "ALL_BYTES",
@@ -68,6 +68,20 @@ def canonical_classes(signature: np.ndarray) -> np.ndarray:
 def class_representatives(byte_class: np.ndarray) -> np.ndarray:
     """The lowest byte of each class (classes numbered as by :func:`canonical_classes`)."""
     return np.unique(byte_class, return_index=True)[1]
+
+
+_WORDS: dict[int, tuple[int, int, int, int]] = {}
+
+
+def _mask_words(mask: int) -> tuple[int, int, int, int]:
+    """A 256-bit byte mask as 4 little-endian 64-bit words (cached: schemas reuse few sets)."""
+    w = _WORDS.get(mask)
+    if w is None:
+        if len(_WORDS) > 50_000:
+            _WORDS.clear()
+        m64 = (1 << 64) - 1
+        w = _WORDS[mask] = (mask & m64, (mask >> 64) & m64, (mask >> 128) & m64, mask >> 192)
+    return w
 
 
 def _mask_bits(mask: int) -> np.ndarray:
@@ -238,22 +252,11 @@ class Program:
 
     def _classes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Coarsest byte classes refining every mask used; ``(byte_class, mask_ptr, mask_cls)``."""
-        used = np.zeros(256, dtype=bool)
+        used = np.zeros(256, dtype=np.uint8)
         if self.lit:
-            used[np.frombuffer(bytes(self.lit), dtype=np.uint8)] = True
-        sig = np.where(used, np.arange(256, dtype=np.int32), -1).reshape(256, 1)
-        if self.sets:
-            member = np.stack([_mask_bits(m) for m in self.sets])  # [nsets, 256]
-            packed = np.packbits(member, axis=0).T.astype(np.int32)  # [256, ceil(nsets/8)]
-            sig = np.concatenate([sig, packed], axis=1)
-        byte_class = canonical_classes(sig)
-        ptr = np.arange(257, dtype=np.int64)
-        cls = byte_class
-        if self.sets:
-            hit = member[:, class_representatives(byte_class)]  # [nsets, ncls]
-            ptr = np.concatenate([ptr, 256 + np.cumsum(hit.sum(axis=1))])
-            cls = np.concatenate([cls, np.nonzero(hit)[1].astype(np.int32)])
-        return byte_class, ptr, cls.astype(np.int32)
+            used[np.frombuffer(bytes(self.lit), dtype=np.uint8)] = 1
+        words = np.array([_mask_words(m) for m in self.sets], dtype=np.uint64).reshape(len(self.sets), 4)
+        return K.byte_classes(words, used)
 
     def determinize(self, max_nfa_states: int, max_dfa_states: int) -> tuple[DFA, int]:
         """The program's DFA (start state 0; unreachable or dead states may remain) and the
@@ -308,79 +311,41 @@ def is_productive(dfa: DFA, productive: np.ndarray | None = None) -> bool:
     return order.shape[0] > 0
 
 
+def _kept_rules(dfa: DFA, productive: np.ndarray | None) -> np.ndarray:
+    """Per rule id: keep its call edges (``productive`` as uint8, or every rule the DFA calls)."""
+    if productive is not None:
+        return productive.astype(np.uint8)
+    return np.ones(int(dfa.call_rule.max()) + 1 if dfa.call_rule.shape[0] else 1, dtype=np.uint8)
+
+
 def trim(dfa: DFA, productive: np.ndarray | None = None) -> DFA | None:
     """Remove states that cannot reach a final state, or are unreachable (and edges to them).
 
     Calls of rules ``r`` with ``not productive[r]`` are dropped. Returns None if the start
     state is dead. States are renumbered breadth-first from the start (byte classes in order,
-    then calls by rule), which is the canonical numbering :func:`minimize` relies on.
+    then calls by rule).
     """
-    keep = _productive_calls(dfa, productive)
-    ptr, dst = _call_ptr(dfa, keep)
-    order, index = trim_order(dfa.trans, dfa.final.view(np.uint8), ptr, dst, dfa.start)
-    if order.shape[0] == 0:
+    t, f, cs, cr, cd = renumber(dfa.trans, dfa.final.view(np.uint8), dfa.call_src, dfa.call_rule, dfa.call_dst,
+                                _kept_rules(dfa, productive), dfa.start)
+    if t.shape[0] == 0:
         return None
-    sub = dfa.trans[order]
-    trans = np.where(sub >= 0, index[np.maximum(sub, 0)], -1).astype(np.int32)
-    src, rule, cdst = dfa.call_src, dfa.call_rule, dfa.call_dst
-    if keep is not None:
-        src, rule, cdst = src[keep], rule[keep], cdst[keep]
-    if src.shape[0]:
-        ns, nd = index[src], index[cdst]
-        live = (ns >= 0) & (nd >= 0)
-        ns, rule, nd = ns[live], rule[live], nd[live]
-        o = np.lexsort((rule, ns))
-        src, rule, cdst = ns[o].astype(np.int32), rule[o], nd[o].astype(np.int32)
-    return DFA(dfa.byte_class, trans, dfa.final[order], src, rule, cdst, 0)
+    return DFA(dfa.byte_class, t, f.view(bool), cs, cr, cd, 0)
 
 
-def minimize(dfa: DFA) -> DFA:
-    """Merge equivalent states (Hopcroft refinement), numbered breadth-first from the start.
+def minimize(dfa: DFA, productive: np.ndarray | None = None) -> DFA | None:
+    """The canonical minimal DFA of ``dfa`` (None if its language is empty): trimmed as by
+    :func:`trim`, equivalent states merged (Hopcroft; calls count as symbols), numbered
+    breadth-first from the start, and byte classes merged where every state treats them alike.
 
-    Assumes ``dfa`` comes from :func:`trim` (every state live and reachable, numbered
-    breadth-first; missing transitions all mean the same thing: reject).
+    Equal languages (and equal calls) give equal arrays, which is what lets rule digests
+    identify behaviour across grammars.
     """
-    n, k = dfa.trans.shape
-    if n == 0:
-        return dfa
-    callees, col = np.unique(dfa.call_rule, return_inverse=True)
-    delta = np.full((n, k + callees.shape[0]), -1, dtype=np.int32)
-    delta[:, :k] = dfa.trans
-    delta[dfa.call_src, k + col.ravel()] = dfa.call_dst
-    # block ids densely renumbered (the sink's block may hold no state); rep: first state of each
-    _, rep, block = np.unique(hopcroft_blocks(delta, dfa.final.view(np.uint8)), return_index=True,
-                              return_inverse=True)
-    if rep.shape[0] == n:
-        return _merge_classes(dfa)  # already minimal, and trim's numbering is the canonical one
-    table = dfa.trans[rep]
-    q_trans = np.where(table >= 0, block[np.maximum(table, 0)], -1).astype(np.int32)
-    own = rep[block[dfa.call_src]] == dfa.call_src  # calls of each block's representative
-    c_src, c_rule, c_dst = block[dfa.call_src[own]], dfa.call_rule[own], block[dfa.call_dst[own]]
-    o = np.lexsort((c_rule, c_src))
-    q = DFA(dfa.byte_class, q_trans, dfa.final[rep], c_src[o].astype(np.int32), c_rule[o],
-            c_dst[o].astype(np.int32), int(block[dfa.start]))
-    out = trim(q)  # renumbers canonically
-    assert out is not None, "a quotient of a trimmed DFA is live"
-    return _merge_classes(out)
-
-
-def _merge_classes(dfa: DFA) -> DFA:
-    """The same DFA over the coarsest byte classes: classes whose columns are equal merge.
-
-    In a minimal DFA two bytes are interchangeable exactly when every state sends them to the
-    same place, so the result depends only on the language. Breadth-first numbering is kept:
-    a merged class's targets were already reached through the first of its classes.
-    """
-    k = dfa.num_classes
-    if k <= 1:
-        return dfa
-    group = canonical_classes(np.ascontiguousarray(dfa.trans.T))  # per old class, numbered in class order
-    if int(group.max()) + 1 == k:
-        return dfa
-    byte_class = canonical_classes(group[dfa.byte_class])
-    cols = dfa.byte_class[class_representatives(byte_class)]
-    return DFA(byte_class, np.ascontiguousarray(dfa.trans[:, cols]), dfa.final, dfa.call_src, dfa.call_rule,
-               dfa.call_dst, dfa.start)
+    t, f, cs, cr, cd, group = canonical_dfa(dfa.trans, dfa.final.view(np.uint8), dfa.call_src, dfa.call_rule,
+                                           dfa.call_dst, _kept_rules(dfa, productive), dfa.start)
+    if t.shape[0] == 0:
+        return None
+    # classes are numbered by lowest byte and merged groups by their first class: still canonical
+    return DFA(group[dfa.byte_class].astype(np.int32), t, f.view(bool), cs, cr, cd, 0)
 
 
 # ---------------------------------------------------------------------- And / Not
@@ -439,7 +404,7 @@ def _standalone_dfa(
     prog = Program(regular_only, max_states)
     prog.emit(expr, inlining)
     dfa, _ = prog.determinize(max_states * 4, max_states)
-    t = trim(dfa)
+    t = trim(dfa)  # (the rule embedding it is minimized as a whole)
     return t if t is not None else _empty_dfa()
 
 

@@ -212,11 +212,14 @@ class GrammarCompiler:
         self._lock = threading.Lock()
 
     def warm_up(self) -> GrammarCompiler:
-        """Do the per-tokenizer work now (vocabulary slices, compiled kernels) rather than on a first mask.
+        """Do the per-process and per-tokenizer work now rather than in a first request.
 
-        Builds the vocabulary slices and runs every numba kernel once (loading them from numba's
-        cache) on a small recursive grammar, so the first real mask pays only for its own states.
+        Builds the vocabulary slices, runs every numba kernel once (loading them from numba's
+        cache) on a small recursive grammar, and compiles a tiny grammar through each front-end
+        (JSON Schema, regex, EBNF, choices: their modules and dependencies get imported), so a
+        first real compile and its first masks pay only for their own work.
         """
+        self._warm_front_ends()
         from ..grammar.ir import Ref, alt, and_, byteset, lit, not_, repeat, seq
         from .matcher import GrammarMatcher
 
@@ -238,6 +241,15 @@ class GrammarCompiler:
         if m.fork() is not None and m._history:
             m.rollback(1)
         return self
+
+    def _warm_front_ends(self) -> None:
+        schema = {"type": "object", "properties": {"a": {"type": "string", "format": "date"},
+                                                   "b": {"type": "integer", "minimum": 0},
+                                                   "c": {"enum": ["x", 1]}}, "required": ["a"]}
+        for make in (lambda: Grammar.from_json_schema(schema), lambda: Grammar.from_regex(r"[a-z]+@x\.(com|org)"),
+                     lambda: Grammar.from_ebnf('root ::= "a" [0-9]+ | "(" root ")"'),
+                     lambda: Grammar.from_choices(["yes", "no"])):
+            compile_rtn(make(), self.limits)  # not cached: nothing a user asked for
 
     # ------------------------------------------------------------------ front doors
     def compile_grammar(self, grammar: Grammar | str, root: str = "root") -> CompiledGrammar:

@@ -24,7 +24,7 @@ from numba import njit
 
 from ..errors import LimitExceededError
 from . import _walk as _walk_mod
-from .slices import SliceSet, slice_contained, survival_depth
+from .slices import SliceSet, slice_contained
 
 __all__ = ["MaskStore", "StateMask", "TokenSetKind", "WalkScratch", "compute_state_mask", "resolve_context",
            "warm_kernels"]
@@ -175,17 +175,10 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_ids: np.ndarray, 
     """
     row = scratch.row
     row[:] = 0
-    depths: dict[int, float] = {}  # per cover automaton: the state's survival depth
+    depths = slices.survival_depths(state, rtn)
     starts, ends = [], []
     for sl in slices:
-        inside = False
-        if sl.cover is not None:
-            key = id(sl.cover)
-            if key not in depths:
-                limit = max((x.max_chars for x in slices if x.cover is sl.cover and x.max_chars), default=0)
-                depths[key] = survival_depth(sl.cover, state, rtn, limit)
-            inside = slice_contained(sl, depths[key])
-        if inside:
+        if sl.cover is not None and slice_contained(sl, depths[id(sl.cover)]):
             row |= sl.bitset
         elif sl.end > sl.first:
             starts.append(sl.first)

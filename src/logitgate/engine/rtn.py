@@ -23,6 +23,8 @@ between every place — and every grammar — that uses it). Everything else is 
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +32,7 @@ import numpy as np
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq
-from .automata import DFA, Program, canonical_classes, class_representatives, is_productive, minimize, trim
+from .automata import DFA, Program, canonical_classes, class_representatives, is_productive, minimize
 
 __all__ = ["RTN", "CompileLimits", "compile_rtn"]
 
@@ -239,13 +241,38 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
             return ("call", rule_id[name], nullable[name])
         return ("inline", rules[name])
 
-    # Per-rule DFAs
+    def resolution(name: str) -> tuple:
+        """How every rule reachable from ``name`` by inlining is resolved: what its DFA depends on."""
+        out, stack, seen = [], [name], set()
+        while stack:
+            for r in refs[stack.pop()]:
+                if r in seen:
+                    continue
+                seen.add(r)
+                if r in rule_id:
+                    out.append((r, nullable[r]))
+                else:
+                    out.append((r, rules[r]))
+                    stack.append(r)
+        return tuple(sorted(out, key=lambda x: x[0]))
+
+    # Per-rule DFAs (a rule another grammar compiled the same way is taken from the cache)
     dfas: list[DFA] = []
     nfa_states = 0
     for name in called:
-        prog = Program(resolve, limits.max_dfa_states)
-        prog.emit(rules[name])
-        dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states)
+        key = (name, rules[name], resolution(name), limits.max_dfa_states)
+        hit = _RULE_DFAS.get(key)
+        if hit is None:
+            prog = Program(resolve, limits.max_dfa_states)
+            prog.emit(rules[name])
+            dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states)
+            _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called))
+        else:
+            used = hit.nfa_states
+            if used > limits.max_nfa_states - nfa_states:
+                raise LimitExceededError(f"grammar automaton exceeds {limits.max_nfa_states} NFA states",
+                                         limit="max_nfa_states")
+            dfa = hit.with_ids(rule_id)
         nfa_states += used
         dfas.append(dfa)
 
@@ -260,10 +287,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
                 changed = True
     if not productive[0]:
         raise GrammarError(f"the grammar's language is empty (root rule {g.root!r} derives no string)")
-    trimmed: list[DFA | None] = []
-    for i, d in enumerate(dfas):
-        t = trim(d, productive) if productive[i] else None
-        trimmed.append(minimize(t) if t is not None else None)
+    trimmed = [minimize(d, productive) if productive[i] else None for i, d in enumerate(dfas)]
 
     # Keep only rules reachable from the root through call edges.
     keep = [0]
@@ -290,6 +314,58 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
 
     _check_left_recursion(names, rdfas)
     return _assemble(names, rdfas, limits, nfa_states)
+
+
+@dataclass(frozen=True)
+class _NamedCalls:
+    """A rule's DFA (before trimming) with its calls naming the callee rules, so that any grammar
+    resolving the rule the same way can reuse it whatever the rule ids there."""
+
+    dfa: DFA  # call_rule indexes ``callees``
+    callees: tuple[str, ...]
+    nfa_states: int
+
+    @classmethod
+    def of(cls, dfa: DFA, nfa_states: int, names: list[str]) -> _NamedCalls:
+        ids, local = np.unique(dfa.call_rule, return_inverse=True)
+        named = DFA(dfa.byte_class, dfa.trans, dfa.final, dfa.call_src, local.astype(np.int32).ravel(),
+                    dfa.call_dst, dfa.start)
+        return cls(named, tuple(names[i] for i in ids.tolist()), nfa_states)
+
+    def with_ids(self, rule_id: dict[str, int]) -> DFA:
+        d = self.dfa
+        if not self.callees:
+            return d
+        rule = np.array([rule_id[n] for n in self.callees], dtype=np.int32)[d.call_rule]
+        o = np.lexsort((rule, d.call_src))  # calls sorted by source, then rule id
+        return DFA(d.byte_class, d.trans, d.final, d.call_src[o], rule[o], d.call_dst[o], d.start)
+
+
+class _LRU:
+    """A small thread-safe LRU map."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            v = self._items.get(key)
+            if v is not None:
+                self._items.move_to_end(key)
+            return v
+
+    def put(self, key, value) -> None:
+        with self._lock:
+            self._items[key] = value
+            if len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+#: rule DFAs by (name, body, resolution of what it inlines or calls, DFA limit), process-wide:
+#: grammars repeat rules (the any-JSON-value rules of every schema that allows extra properties)
+_RULE_DFAS = _LRU(2048)
 
 
 def _check_left_recursion(names: list[str], dfas: list[DFA]) -> None:

@@ -42,6 +42,32 @@ DEFAULT_SLICE_BOUNDS: tuple[tuple[int, int | None], ...] = ((1, 10), (11, 30), (
 # line terminators U+2028/U+2029, which a regex ``.`` does not match: a pattern such as
 # ``^(.*)$`` would otherwise make every string state fail the slice check on them.
 _JSON_CHARS = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0x80, 0x2027), (0x202A, 0x10FFFF)]
+_WORD_CHARS = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
+_LOWER_CHARS = [(0x61, 0x7A)]
+
+
+@dataclass(frozen=True)
+class SliceFamily:
+    """Tokens made only of the characters ``chars`` (codepoint ranges), bucketed by length.
+
+    Families are tried in order: a token joins the first one whose characters it is made of,
+    so a later family holds the tokens an earlier one (a subset of its characters) left."""
+
+    name: str
+    chars: tuple[tuple[int, int], ...]
+    bounds: tuple[tuple[int, int | None], ...]
+
+    def pattern(self) -> re.Pattern:
+        return re.compile("[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in self.chars) + "]+")
+
+
+#: lowercase ASCII words, identifier-like words, then JSON-string runs: a state inside a string
+#: takes all three whole, one inside an identifier or an email address the first two
+DEFAULT_FAMILIES: tuple[SliceFamily, ...] = (
+    SliceFamily("lower", tuple(_LOWER_CHARS), ((1, 10), (11, None))),
+    SliceFamily("word", tuple(_WORD_CHARS), ((1, 10), (11, None))),
+    SliceFamily("json", tuple(_JSON_CHARS), DEFAULT_SLICE_BOUNDS),
+)
 
 
 @dataclass
@@ -70,6 +96,9 @@ class SliceSet:
 
     slices: list[Slice]
     trie: TokenTrie
+    #: per cover automaton, widest first: (cover, longest bounded slice, covers whose survival of
+    #: everything implies this one's -- those of wider character sets)
+    covers: tuple[tuple[DFA, int, tuple[DFA, ...]], ...] = ()
 
     def __iter__(self):
         return iter(self.slices)
@@ -82,15 +111,26 @@ class SliceSet:
         """One remainder slice holding every token of ``trie`` (no slice can be skipped)."""
         return cls([Slice("all", None, None, trie.tok_ids, bitset, 1, trie.num_nodes)], trie)
 
+    def survival_depths(self, state: int, rtn) -> dict[int, float]:
+        """Survival depth of ``state`` per cover (by ``id``), widest character set first: a
+        narrower set survives everything when a wider one does."""
+        depths: dict[int, float] = {}
+        for cover, limit, wider in self.covers:
+            if any(depths[id(w)] == math.inf for w in wider):
+                depths[id(cover)] = math.inf
+            else:
+                depths[id(cover)] = survival_depth(cover, state, rtn, limit)
+        return depths
 
-def _cover_dfa() -> DFA:
-    ch = codepoint_ranges_expr(_JSON_CHARS)
-    return standalone_dfa(seq(Repeat(ch, 1, None)), None, 10_000)
+
+def _cover_dfa(chars) -> DFA:
+    """The automaton of ``C+`` for the codepoint ranges ``chars`` (final states end a character)."""
+    return standalone_dfa(seq(Repeat(codepoint_ranges_expr(list(chars)), 1, None)), None, 10_000)
 
 
 def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
-                 bounds=DEFAULT_SLICE_BOUNDS) -> SliceSet:
-    """Partition the trie's tokens into slices (the last one is the remainder)."""
+                 families: tuple[SliceFamily, ...] = DEFAULT_FAMILIES) -> SliceSet:
+    """Partition the trie's tokens into slices, family by family (the last slice is the remainder)."""
     remaining = np.asarray(trie_ids, dtype=np.int32)
     texts = {}
     for i in remaining.tolist():
@@ -99,29 +139,32 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
         except UnicodeDecodeError:
             texts[i] = None
     parts: list[tuple[str, DFA | None, int | None, np.ndarray]] = []
-    cover = _cover_dfa()
     taken = np.zeros(len(token_bytes), dtype=bool)
-    for lo, hi in bounds:
-        ids = []
-        for i in remaining.tolist():
-            s = texts[i]
-            if s is None or not (lo <= len(s) <= (hi if hi is not None else len(s))):
-                continue
-            if _JSON_RUN.fullmatch(s):
-                ids.append(i)
-        arr = np.array(ids, dtype=np.int32)
-        taken[arr] = True
-        parts.append((f"json{lo}-{hi or ''}", cover, hi, arr))
+    cover_of = [_cover_dfa(fam.chars) for fam in families]
+    covers = [(cover_of[k], max((hi for _, hi in fam.bounds if hi is not None), default=0),
+               tuple(cover_of[j] for j, f in enumerate(families) if j > k and _contains(f.chars, fam.chars)))
+              for k, fam in enumerate(families)]
+    for cover, fam in zip(cover_of, families):
+        pattern = fam.pattern()
+        members = [i for i in remaining.tolist() if not taken[i] and texts[i] is not None
+                   and pattern.fullmatch(texts[i])]
+        for lo, hi in fam.bounds:
+            arr = np.array([i for i in members if lo <= len(texts[i]) and (hi is None or len(texts[i]) <= hi)],
+                           dtype=np.int32)
+            taken[arr] = True
+            parts.append((f"{fam.name}{lo}-{hi or ''}", cover, hi, arr))
     rest = np.array([i for i in remaining.tolist() if not taken[i]], dtype=np.int32)
     parts.append(("rest", None, None, rest))
     tries = [TokenTrie.from_tokens([token_bytes[i] for i in ids.tolist()], ids) for *_, ids in parts]
     trie, roots = TokenTrie.concat(tries)
     slices = [Slice(name, cov, hi, ids, _bitset(ids, num_words), int(r) + 1, int(r) + t.num_nodes)
               for (name, cov, hi, ids), t, r in zip(parts, tries, roots)]
-    return SliceSet(slices, trie)
+    return SliceSet(slices, trie, tuple(reversed(covers)))
 
 
-_JSON_RUN = re.compile('[^"\\\\\x00-\x1f\x7f\u2028\u2029]+')
+def _contains(outer: tuple[tuple[int, int], ...], inner: tuple[tuple[int, int], ...]) -> bool:
+    """Is every codepoint of the ranges ``inner`` in the ranges ``outer``?"""
+    return all(any(a <= lo and hi <= b for a, b in outer) for lo, hi in inner)
 
 
 def _bitset(ids: np.ndarray, num_words: int) -> np.ndarray:
@@ -155,6 +198,12 @@ def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 102
     is a declared name or any other string) survives everything too: the depths of the entry
     states of states with few chains are searched once per grammar and remembered.
     """
+    edges = _cached(rtn, "_cover_edges", dict)
+    ce = edges.get(id(cover))
+    if ce is None:
+        ce = edges[id(cover)] = _CoverEdges.of(cover, rtn)
+    if ce.dies_at_once[state]:
+        return 0.0
     memo = _cached(rtn, "_survival_memo", dict, cap=_MEMO_CAP)
     key = (id(cover), state, limit, max_pairs)
     h = memo.get(key)
@@ -178,13 +227,27 @@ def _survival_search(cover: DFA, state: int, rtn, limit: int, max_pairs: int) ->
         for t in dict.fromkeys(rtn.chain_target[lo:hi].tolist()):
             if t != state and survival_depth(cover, t, rtn, limit, max_pairs) == math.inf:
                 return math.inf
-    ce = _cached(rtn, "_cover_edges", dict)
-    arrays = ce.get(id(cover))
-    if arrays is None:
-        arrays = ce[id(cover)] = _cover_edge_arrays(cover, rtn)
     h = survival_search(state, limit, max_pairs, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target,
-                        cover.start, *arrays)
+                        cover.start, *rtn.__dict__["_cover_edges"][id(cover)].arrays)
     return math.inf if h == INFINITE else float(h)
+
+
+@dataclass
+class _CoverEdges:
+    """A cover automaton's edges in one grammar's byte classes (the search's input), and the
+    states that reject a first character outright (depth 0 without a search)."""
+
+    arrays: tuple[np.ndarray, ...]
+    dies_at_once: np.ndarray
+
+    @classmethod
+    def of(cls, cover: DFA, rtn) -> _CoverEdges:
+        arrays = _cover_edge_arrays(cover, rtn)
+        ptr, _, _, cls_ptr, classes = arrays
+        first = np.unique(classes[cls_ptr[ptr[cover.start]]:cls_ptr[ptr[cover.start + 1]]])
+        table = rtn.trans.reshape(-1, rtn.num_classes)[:, first]
+        no_chains = rtn.chain_ptr[1:] == rtn.chain_ptr[:-1]
+        return cls(arrays, no_chains & (table < 0).any(axis=1))
 
 
 def _cover_edge_arrays(cover: DFA, rtn) -> tuple[np.ndarray, ...]:
