@@ -18,8 +18,6 @@ and raises :class:`LimitExceededError`.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -29,6 +27,7 @@ from ..errors import GrammarError, LimitExceededError
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq, iter_refs
 from . import _construction_kernels as K
 from ._automata_kernels import canonical_dfa, product_table, renumber, trim_order
+from .lru import LRU
 
 __all__ = [
     "ALL_BYTES",
@@ -351,9 +350,8 @@ def minimize(dfa: DFA, productive: np.ndarray | None = None) -> DFA | None:
 # ---------------------------------------------------------------------- And / Not
 
 
-_STANDALONE_CACHE: OrderedDict[tuple[Expr, int], DFA] = OrderedDict()
-_STANDALONE_CACHE_SIZE = 512
-_STANDALONE_LOCK = threading.Lock()
+#: standalone DFAs of reference-free And/Not expressions, process-wide (DFAs are never mutated)
+_STANDALONE_CACHE: LRU[DFA] = LRU(512)
 
 
 def standalone_dfa(
@@ -361,22 +359,16 @@ def standalone_dfa(
 ) -> DFA:
     """A call-free, trimmed DFA for a regular expression (used for And/Not operands).
 
-    Expressions without rule references are cached process-wide (DFAs are never mutated), so
-    grammars that share e.g. a hostname or email format pay for its product automaton once.
+    Expressions without rule references are cached process-wide, so grammars that share e.g. a
+    hostname or email format pay for its product automaton once.
     """
     if isinstance(expr, And | Not) and next(iter_refs(expr), None) is None:
         key = (expr, max_states)
-        with _STANDALONE_LOCK:
-            hit = _STANDALONE_CACHE.get(key)
-            if hit is not None:
-                _STANDALONE_CACHE.move_to_end(key)
-                return hit
-        dfa = _standalone_dfa(expr, resolve, max_states, inlining)
-        with _STANDALONE_LOCK:
-            _STANDALONE_CACHE[key] = dfa
-            if len(_STANDALONE_CACHE) > _STANDALONE_CACHE_SIZE:
-                _STANDALONE_CACHE.popitem(last=False)
-        return dfa
+        hit = _STANDALONE_CACHE.get(key)
+        if hit is None:
+            hit = _standalone_dfa(expr, resolve, max_states, inlining)
+            _STANDALONE_CACHE.put(key, hit)
+        return hit
     return _standalone_dfa(expr, resolve, max_states, inlining)
 
 

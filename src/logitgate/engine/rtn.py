@@ -23,8 +23,6 @@ between every place — and every grammar — that uses it). Everything else is 
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +31,7 @@ from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq
 from .automata import DFA, Program, canonical_classes, class_representatives, is_productive, minimize
+from .lru import LRU
 
 __all__ = ["RTN", "CompileLimits", "compile_rtn"]
 
@@ -341,31 +340,9 @@ class _NamedCalls:
         return DFA(d.byte_class, d.trans, d.final, d.call_src[o], rule[o], d.call_dst[o], d.start)
 
 
-class _LRU:
-    """A small thread-safe LRU map."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self._items: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            v = self._items.get(key)
-            if v is not None:
-                self._items.move_to_end(key)
-            return v
-
-    def put(self, key, value) -> None:
-        with self._lock:
-            self._items[key] = value
-            if len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-
 #: rule DFAs by (name, body, resolution of what it inlines or calls, DFA limit), process-wide:
 #: grammars repeat rules (the any-JSON-value rules of every schema that allows extra properties)
-_RULE_DFAS = _LRU(2048)
+_RULE_DFAS: LRU[_NamedCalls] = LRU(2048)
 
 
 def _check_left_recursion(names: list[str], dfas: list[DFA]) -> None:

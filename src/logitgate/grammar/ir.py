@@ -103,6 +103,7 @@ class ByteSet(Expr):
     """One byte from sorted, disjoint, inclusive ``(lo, hi)`` ranges within 0..255."""
 
     ranges: tuple[tuple[int, int], ...]
+    _normal: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for r in self.ranges:
@@ -124,6 +125,7 @@ class ByteSet(Expr):
 class Seq(Expr):
     items: tuple[Expr, ...]
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    _normal: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return _cached_hash(self, (self.items,))
@@ -139,6 +141,7 @@ class Seq(Expr):
 class Alt(Expr):
     items: tuple[Expr, ...]
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    _normal: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return _cached_hash(self, (self.items,))
@@ -156,6 +159,7 @@ class Repeat(Expr):
     min: int
     max: int | None
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    _normal: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return _cached_hash(self, (self.item, self.min, self.max))
@@ -180,6 +184,7 @@ class Ref(Expr):
 class And(Expr):
     items: tuple[Expr, ...]
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    _normal: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return _cached_hash(self, (self.items,))
@@ -195,6 +200,7 @@ class And(Expr):
 class Not(Expr):
     item: Expr
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+    _normal: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
         return _cached_hash(self, (self.item,))
@@ -292,12 +298,14 @@ def normalize(e: Expr) -> Expr:
     literals, removes duplicate alternatives, unwraps singletons and simplifies
     trivial repetitions.
     """
-    if isinstance(e, Bytes | Ref):
+    if isinstance(e, Bytes | Ref) or e._normal:  # type: ignore[attr-defined]
         return e
     hit = _NORMAL_FORMS.get(id(e))
     if hit is not None and hit[0] is e:
         return hit[1]
     n = _normalize(e)
+    if not isinstance(n, Bytes | Ref):
+        object.__setattr__(n, "_normal", True)  # normal forms are never normalized again
     if len(_NORMAL_FORMS) >= _NORMAL_FORMS_CAP:
         _NORMAL_FORMS.clear()
     _NORMAL_FORMS[id(e)] = (e, n)

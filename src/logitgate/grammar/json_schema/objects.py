@@ -119,7 +119,7 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
 
 #: declared members whose keys one separator state offers directly (more are reached through
 #: one call per further block); bounds the key tries, which grow quadratically within a block
-KEY_BLOCK = 12
+KEY_BLOCK = 8
 
 
 def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool]], extra: Expr | None,

@@ -12,7 +12,7 @@ produced.
 
     >>> from logitgate.grammar.json_schema.strings import encode_chars, string_literal
     >>> encode_chars([(0x61, 0x61)])  # 'a' raw, or \\u0061 in any hex case
-    Alt(items=(Bytes(value=b'a'), Seq(items=(Bytes(value=b'\\\\u0061'),))))
+    Alt(items=(Bytes(value=b'a'), Bytes(value=b'\\\\u0061')))
     >>> string_literal("a\\n")
     Bytes(value=b'a\\\\n')
 """
