@@ -129,6 +129,11 @@ class DFA:
         return int(self.trans.shape[0])
 
     @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays."""
+        return int(self.trans.nbytes + self.final.nbytes + self.call_src.nbytes * 3 + self.byte_class.nbytes)
+
+    @property
     def num_classes(self) -> int:
         return int(self.trans.shape[1])
 
@@ -351,7 +356,7 @@ def minimize(dfa: DFA, productive: np.ndarray | None = None) -> DFA | None:
 
 
 #: standalone DFAs of reference-free And/Not expressions, process-wide (DFAs are never mutated)
-_STANDALONE_CACHE: LRU[DFA] = LRU(512)
+_STANDALONE_CACHE: LRU[DFA] = LRU(512, max_bytes=128 << 20, weight=lambda d: d.nbytes)
 
 
 def standalone_dfa(

@@ -342,7 +342,7 @@ class _NamedCalls:
 
 #: rule DFAs by (name, body, resolution of what it inlines or calls, DFA limit), process-wide:
 #: grammars repeat rules (the any-JSON-value rules of every schema that allows extra properties)
-_RULE_DFAS: LRU[_NamedCalls] = LRU(2048)
+_RULE_DFAS: LRU[_NamedCalls] = LRU(2048, max_bytes=256 << 20, weight=lambda e: e.dfa.nbytes)
 
 
 def _check_left_recursion(names: list[str], dfas: list[DFA]) -> None:

@@ -1,0 +1,44 @@
+"""Process-wide compiler caches: bounded, and reused only where the result is the same."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from logitgate.engine import automata, rtn
+from logitgate.engine.lru import LRU
+from logitgate.grammar.ir import Grammar
+
+
+def test_lru_bounds_entries_and_bytes() -> None:
+    by_count = LRU(2)
+    for k in "abc":
+        by_count.put(k, k)
+    assert len(by_count) == 2 and by_count.get("a") is None
+
+    by_bytes = LRU(100, max_bytes=10, weight=len)
+    by_bytes.put("a", "xxxx")
+    by_bytes.put("b", "yyyy")
+    assert by_bytes.get("a") == "xxxx"  # now the most recent
+    by_bytes.put("c", "zzzz")
+    assert by_bytes.get("b") is None and by_bytes.nbytes == 8
+    by_bytes.put("d", "q" * 20)  # heavier than the budget alone: kept as the only entry
+    assert len(by_bytes) == 1 and by_bytes.get("d") == "q" * 20
+
+
+def _arrays(r: rtn.RTN) -> list[np.ndarray]:
+    return [r.trans, r.final, r.byte_class, r.chain_ptr, r.chain_target, r.chain_push_ptr, r.chain_push]
+
+
+def test_rule_dfas_are_reused_across_grammars(monkeypatch: pytest.MonkeyPatch) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string"}},
+              "additionalProperties": {"type": "array"}}  # extra values: the any-JSON-value rules
+    first = rtn.compile_rtn(Grammar.from_json_schema(schema))
+    built = []
+    real = automata.Program.determinize
+    monkeypatch.setattr(automata.Program, "determinize", lambda self, *a: built.append(1) or real(self, *a))
+    again = rtn.compile_rtn(Grammar.from_json_schema(schema))
+    assert not built  # every rule came from the cache...
+    for a, b in zip(_arrays(first), _arrays(again)):  # ...and the result is the same
+        assert np.array_equal(a, b)
+    assert first.rule_hash == again.rule_hash
