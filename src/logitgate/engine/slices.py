@@ -31,7 +31,7 @@ from ..grammar.ir import Repeat, seq
 from ..grammar.utf8 import codepoint_ranges_expr
 from ..tokenizer.trie import TokenTrie
 from ._survival import INFINITE, survival_search
-from .automata import DFA, standalone_dfa
+from .automata import DFA, minimize, standalone_dfa
 
 __all__ = ["DEFAULT_SLICE_BOUNDS", "Slice", "SliceSet", "build_slices", "slice_contained", "survival_depth"]
 
@@ -125,7 +125,9 @@ class SliceSet:
 
 def _cover_dfa(chars) -> DFA:
     """The automaton of ``C+`` for the codepoint ranges ``chars`` (final states end a character)."""
-    return standalone_dfa(seq(Repeat(codepoint_ranges_expr(list(chars)), 1, None)), None, 10_000)
+    dfa = minimize(standalone_dfa(seq(Repeat(codepoint_ranges_expr(list(chars)), 1, None)), None, 10_000))
+    assert dfa is not None, "a cover holds at least one character"
+    return dfa  # minimal: the survival search visits pairs of its states
 
 
 def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
@@ -230,6 +232,7 @@ def _survival_search(cover: DFA, state: int, rtn, limit: int, max_pairs: int) ->
     h = survival_search(state, limit, max_pairs, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target,
                         cover.start, *rtn.__dict__["_cover_edges"][id(cover)].arrays)
     return math.inf if h == INFINITE else float(h)
+
 
 
 @dataclass
