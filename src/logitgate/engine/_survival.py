@@ -51,6 +51,18 @@ def _lookup(table, buf, n, set_data, set_off):
 
 
 @njit(nogil=True, cache=True)
+def dies_at_once(state, trans, ncls, chain_ptr, first_classes):
+    """True when ``state`` has no call chains and rejects a class some character starts with:
+    its survival depth is 0 without a search."""
+    if chain_ptr[state] != chain_ptr[state + 1]:
+        return False
+    for c in first_classes:  # noqa: SIM110 (numba compiles no generator expressions)
+        if trans[state * ncls + c] < 0:
+            return True
+    return False
+
+
+@njit(nogil=True, cache=True)
 def survival_search(
     state, limit, max_pairs,
     trans, ncls, chain_ptr, chain_target,

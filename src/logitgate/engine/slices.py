@@ -30,7 +30,7 @@ import numpy as np
 from ..grammar.ir import Repeat, seq
 from ..grammar.utf8 import codepoint_ranges_expr
 from ..tokenizer.trie import TokenTrie
-from ._survival import INFINITE, survival_search
+from ._survival import INFINITE, dies_at_once, survival_search
 from .automata import DFA, minimize, standalone_dfa
 
 __all__ = ["DEFAULT_SLICE_BOUNDS", "Slice", "SliceSet", "build_slices", "slice_contained", "survival_depth"]
@@ -204,7 +204,7 @@ def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 102
     ce = edges.get(id(cover))
     if ce is None:
         ce = edges[id(cover)] = _CoverEdges.of(cover, rtn)
-    if ce.dies_at_once[state]:
+    if dies_at_once(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, ce.first_classes):
         return 0.0
     memo = _cached(rtn, "_survival_memo", dict, cap=_MEMO_CAP)
     key = (id(cover), state, limit, max_pairs)
@@ -238,19 +238,16 @@ def _survival_search(cover: DFA, state: int, rtn, limit: int, max_pairs: int) ->
 @dataclass
 class _CoverEdges:
     """A cover automaton's edges in one grammar's byte classes (the search's input), and the
-    states that reject a first character outright (depth 0 without a search)."""
+    grammar classes a first character can start with."""
 
     arrays: tuple[np.ndarray, ...]
-    dies_at_once: np.ndarray
+    first_classes: np.ndarray
 
     @classmethod
     def of(cls, cover: DFA, rtn) -> _CoverEdges:
         arrays = _cover_edge_arrays(cover, rtn)
         ptr, _, _, cls_ptr, classes = arrays
-        first = np.unique(classes[cls_ptr[ptr[cover.start]]:cls_ptr[ptr[cover.start + 1]]])
-        table = rtn.trans.reshape(-1, rtn.num_classes)[:, first]
-        no_chains = rtn.chain_ptr[1:] == rtn.chain_ptr[:-1]
-        return cls(arrays, no_chains & (table < 0).any(axis=1))
+        return cls(arrays, np.unique(classes[cls_ptr[ptr[cover.start]]:cls_ptr[ptr[cover.start + 1]]]))
 
 
 def _cover_edge_arrays(cover: DFA, rtn) -> tuple[np.ndarray, ...]:
