@@ -18,6 +18,29 @@ def grow(a, size, fill):
     return out
 
 
+@njit(nogil=True, cache=True, inline="always")
+def same_run(a, b):
+    """Whether the 1-D arrays ``a`` and ``b`` (of one length) hold the same values."""
+    for i in range(a.shape[0]):  # noqa: SIM110 (numba compiles no generator expressions)
+        if a[i] != b[i]:
+            return False
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _map_rows(trans, rows, to):
+    """Rows ``rows`` of ``trans`` with every target ``t`` renamed ``to[t]`` (negative: no edge)."""
+    m, k = rows.shape[0], trans.shape[1]
+    out = np.full((m, k), -1, dtype=np.int32)
+    for i in range(m):
+        s = rows[i]
+        for c in range(k):
+            t = trans[s, c]
+            if t >= 0 and to[t] >= 0:
+                out[i, c] = to[t]
+    return out
+
+
 @njit(nogil=True, cache=True)
 def trim_order(trans, final, call_ptr, call_dst, start):
     """States that can reach a final state and are reachable from ``start`` through such states.
@@ -275,7 +298,7 @@ def hopcroft_blocks(delta, final):
 def renumber(trans, final, c_src, c_rule, c_dst, keep, start):
     """Trim (states live and reachable from ``start``; calls with ``keep[rule]`` only) and number
     breadth-first. Calls come and go sorted by source, then rule. No states when ``start`` is dead."""
-    n, k = trans.shape
+    n = trans.shape[0]
     ptr = np.zeros(n + 1, dtype=np.int64)
     kept = np.zeros(c_src.shape[0], dtype=np.uint8)
     for e in range(c_src.shape[0]):
@@ -294,16 +317,11 @@ def renumber(trans, final, c_src, c_rule, c_dst, keep, start):
             j += 1
     order, index = trim_order(trans, final, ptr, dst, start)
     m = order.shape[0]
-    t2 = np.full((m, k), -1, dtype=np.int32)
-    f2 = np.zeros(m, dtype=np.uint8)
+    t2 = _map_rows(trans, order, index)
+    f2 = final[order]
     nc = 0
     for i in range(m):
         s = order[i]
-        f2[i] = final[s]
-        for c in range(k):
-            t = trans[s, c]
-            if t >= 0 and index[t] >= 0:
-                t2[i, c] = index[t]
         for j in range(ptr[s], ptr[s + 1]):
             if index[dst[j]] >= 0:
                 nc += 1
@@ -363,16 +381,9 @@ def canonical_dfa(trans, final, c_src, c_rule, c_dst, keep, start):
                 nb += 1
             block[s] = dense[b]
         if nb < n:
-            qt = np.full((nb, k), -1, dtype=np.int32)
-            qf = np.zeros(nb, dtype=np.uint8)
+            qt = _map_rows(t1, rep[:nb], block)
+            qf = f1[rep[:nb]]
             qn = 0
-            for b in range(nb):
-                s = rep[b]
-                qf[b] = f1[s]
-                for c in range(k):
-                    t = t1[s, c]
-                    if t >= 0:
-                        qt[b, c] = block[t]
             cptr = np.zeros(n + 1, dtype=np.int64)  # calls are sorted by source
             for e in range(cs.shape[0]):
                 cptr[cs[e] + 1] += 1
@@ -404,14 +415,7 @@ def canonical_dfa(trans, final, c_src, c_rule, c_dst, keep, start):
     for c in range(k):
         for g in range(ng):
             f = first_of[g]
-            if h[f] != h[c]:
-                continue
-            same = True
-            for s in range(n):
-                if t1[s, c] != t1[s, f]:
-                    same = False
-                    break
-            if same:
+            if h[f] == h[c] and same_run(t1[:, c], t1[:, f]):
                 group[c] = g
                 break
         if group[c] < 0:

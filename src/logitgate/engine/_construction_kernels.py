@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._automata_kernels import grow
+from ._automata_kernels import grow, same_run
 
 OP_LIT, OP_SET, OP_EMPTY, OP_SEQ, OP_ALT, OP_REP, OP_CALL, OP_EMBED = range(8)
 
@@ -82,13 +82,7 @@ def byte_classes(set_words, lit_used):
                 byte_class[b] = ncls
                 ncls += 1
                 break
-            same = True
-            r = rep[c]
-            for x in range(nw + 1):
-                if sig[r, x] != sig[b, x]:
-                    same = False
-                    break
-            if same:
+            if same_run(sig[rep[c]], sig[b]):
                 byte_class[b] = c
                 break
             slot = (slot + 1) & 1023
@@ -403,15 +397,8 @@ def _find(buf, n, h, data, ptr, hashes, table):
         j = table[slot] - 1
         if j < 0:
             return -1, slot
-        if hashes[j] == h and ptr[j + 1] - ptr[j] == n:
-            base = ptr[j]
-            same = True
-            for i in range(n):
-                if data[base + i] != buf[i]:
-                    same = False
-                    break
-            if same:
-                return j, slot
+        if hashes[j] == h and ptr[j + 1] - ptr[j] == n and same_run(data[ptr[j]:ptr[j] + n], buf[:n]):
+            return j, slot
         slot = (slot + 1) & mask
 
 
@@ -536,15 +523,9 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
                         k += 1
                 h = _hash(grouped, a, k)
                 for u in range(n_groups):  # a class with the same target list as an earlier one
-                    if g_hash[u] == h and g_len[u] == k:
-                        same = True
-                        for j in range(k):
-                            if grouped[g_start[u] + j] != seg[j]:
-                                same = False
-                                break
-                        if same:
-                            cls_group[c] = u
-                            break
+                    if g_hash[u] == h and g_len[u] == k and same_run(grouped[g_start[u]:g_start[u] + k], seg[:k]):
+                        cls_group[c] = u
+                        break
                 if cls_group[c] < 0:
                     g_start[n_groups], g_len[n_groups], g_hash[n_groups], g_rule[n_groups] = a, k, h, -1
                     cls_group[c] = n_groups

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._automata_kernels import grow
+from ._automata_kernels import grow, same_run
 
 #: returned when every string of the cover survives
 INFINITE = -1
@@ -39,14 +39,8 @@ def _lookup(table, buf, n, set_data, set_off):
         if sid < 0:
             return slot
         lo = set_off[sid]
-        if set_off[sid + 1] - lo == n:
-            same = True
-            for x in range(n):
-                if set_data[lo + x] != buf[x]:
-                    same = False
-                    break
-            if same:
-                return slot
+        if set_off[sid + 1] - lo == n and same_run(set_data[lo:lo + n], buf[:n]):
+            return slot
         slot = (slot + np.uint64(1)) & mask
 
 

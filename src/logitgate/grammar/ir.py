@@ -122,50 +122,56 @@ class ByteSet(Expr):
 
 
 @dataclass(frozen=True, slots=True)
-class Seq(Expr):
-    items: tuple[Expr, ...]
+class _Composite(Expr):
+    """An expression over sub-expressions: its hash is computed once, its normal form remembered.
+
+    Subclasses give ``_key`` (their fields) and restate ``__hash__``: a frozen dataclass would
+    otherwise generate its own.
+    """
+
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
     _normal: bool = field(default=False, init=False, repr=False, compare=False)
 
+    def _key(self) -> tuple:
+        raise NotImplementedError
+
     def __hash__(self) -> int:
-        return _cached_hash(self, (self.items,))
+        return _cached_hash(self, self._key())
 
     def __reduce__(self) -> tuple:  # rebuilt, not copied: the cached hash is valid in one process only
-        return (type(self), (self.items,))
+        return (type(self), self._key())
+
+
+@dataclass(frozen=True, slots=True)
+class _Items(_Composite):
+    items: tuple[Expr, ...]
+
+    def _key(self) -> tuple:
+        return (self.items,)
 
     def children(self) -> tuple[Expr, ...]:
         return self.items
 
 
 @dataclass(frozen=True, slots=True)
-class Alt(Expr):
-    items: tuple[Expr, ...]
-    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
-    _normal: bool = field(default=False, init=False, repr=False, compare=False)
-
-    def __hash__(self) -> int:
-        return _cached_hash(self, (self.items,))
-
-    def __reduce__(self) -> tuple:  # rebuilt, not copied: the cached hash is valid in one process only
-        return (type(self), (self.items,))
-
-    def children(self) -> tuple[Expr, ...]:
-        return self.items
+class Seq(_Items):
+    __hash__ = _Composite.__hash__
 
 
 @dataclass(frozen=True, slots=True)
-class Repeat(Expr):
+class Alt(_Items):
+    __hash__ = _Composite.__hash__
+
+
+@dataclass(frozen=True, slots=True)
+class Repeat(_Composite):
     item: Expr
     min: int
     max: int | None
-    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
-    _normal: bool = field(default=False, init=False, repr=False, compare=False)
+    __hash__ = _Composite.__hash__
 
-    def __hash__(self) -> int:
-        return _cached_hash(self, (self.item, self.min, self.max))
-
-    def __reduce__(self) -> tuple:  # rebuilt, not copied: the cached hash is valid in one process only
-        return (type(self), (self.item, self.min, self.max))
+    def _key(self) -> tuple:
+        return (self.item, self.min, self.max)
 
     def __post_init__(self) -> None:
         if self.min < 0 or (self.max is not None and self.max < self.min):
@@ -181,32 +187,17 @@ class Ref(Expr):
 
 
 @dataclass(frozen=True, slots=True)
-class And(Expr):
-    items: tuple[Expr, ...]
-    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
-    _normal: bool = field(default=False, init=False, repr=False, compare=False)
-
-    def __hash__(self) -> int:
-        return _cached_hash(self, (self.items,))
-
-    def __reduce__(self) -> tuple:  # rebuilt, not copied: the cached hash is valid in one process only
-        return (type(self), (self.items,))
-
-    def children(self) -> tuple[Expr, ...]:
-        return self.items
+class And(_Items):
+    __hash__ = _Composite.__hash__
 
 
 @dataclass(frozen=True, slots=True)
-class Not(Expr):
+class Not(_Composite):
     item: Expr
-    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
-    _normal: bool = field(default=False, init=False, repr=False, compare=False)
+    __hash__ = _Composite.__hash__
 
-    def __hash__(self) -> int:
-        return _cached_hash(self, (self.item,))
-
-    def __reduce__(self) -> tuple:  # rebuilt, not copied: the cached hash is valid in one process only
-        return (type(self), (self.item,))
+    def _key(self) -> tuple:
+        return (self.item,)
 
     def children(self) -> tuple[Expr, ...]:
         return (self.item,)
