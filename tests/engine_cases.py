@@ -78,6 +78,13 @@ def tags() -> Grammar:
                                   lit("</"), name, lit(">")), lit("<br/>"))})
 
 
+def many_optional_members() -> Grammar:
+    """An object with more optional members than one key block holds, two of them required."""
+    props = {f"k{i}": {"type": "integer"} for i in range(20)}
+    return Grammar.from_json_schema({"type": "object", "properties": props, "required": ["k3", "k12"],
+                                     "additionalProperties": {"type": "boolean"}})
+
+
 CASES = [
     Case("arithmetic", arithmetic, ["12+(3.5*-4)/7", "((1))", "-(2-3)*10.25"]),
     Case("json_like", json_like, ['{"a": [1, 2.5e3, {"b": null}], "c": "x\\"y\\u00e9 ✓"}', '[true,false, "ünï"]',
@@ -87,6 +94,8 @@ CASES = [
     Case("nullable_mutual", nullable_mutual, ["aab;;", "b;;", ";"]),
     Case("unicode_classes", unicode_classes, ["αβγ 😀!", "ω!"]),
     Case("tags", tags, ["<ab>12<br/><c>3</c></ab>", "<br/>"]),
+    Case("many_optional_members", many_optional_members,
+         ['{"k1": 1, "k3": 22, "k9": 3, "k12": 4, "k19": 5, "x": true}', '{"k3":0,"k12":1}']),
 ]
 
 

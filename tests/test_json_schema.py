@@ -192,6 +192,27 @@ def test_objects_order_required_and_additional():
     check({"propertyNames": {"maxLength": 2}}, good=[{"ab": 1}], bad=[{"abc": 1}])
 
 
+def test_objects_with_more_optional_members_than_a_key_block():
+    # keys further than one block ahead are reached through block rules; required members stop the choice
+    n = 20
+    props = {f"k{i}": {"type": "integer"} for i in range(n)}
+    rng = random.Random(5)
+    for required, extra in ((["k3", "k12"], False), ([], True)):
+        schema = {"type": "object", "properties": props, "required": required, "additionalProperties": extra}
+        good, bad = [{}] if not required else [], []
+        for _ in range(12):
+            keys = sorted(rng.sample(range(n), rng.randint(1, n)))
+            inst = {f"k{i}": i for i in keys}
+            ok = all(r in inst for r in required)
+            (good if ok else bad).append(inst)
+        good.append({f"k{i}": i for i in range(n)})
+        g = check(schema, good=good, bad=bad)
+        swapped = json.dumps({"k12": 0, "k3": 1}).encode()  # declared order
+        assert not accepts(g, swapped)
+        if extra:
+            assert accepts(g, b'{"k5": 5, "other": 1}') and not accepts(g, b'{"other": 1, "k5": 5}')
+
+
 def test_arrays():
     check({"prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False},
           good=[[], [1], [1, "a"]], bad=[[1, "a", 2], ["a"]])

@@ -1,22 +1,24 @@
 """Token slices: skip walking the parts of the vocabulary a state accepts wholesale.
 
-Inside an unconstrained context (the body of a JSON string, a comment) a state accepts
-almost every token, and walking the whole trie is the most expensive thing a mask can
-cost. Following llguidance's "slicer", the vocabulary is partitioned once per tokenizer
-into *slices*: the tokens matching ``C{1,10}``, ``C{11,30}``, ``C{31,}`` (``C`` = a
-character a JSON string may hold unescaped, except DEL and U+2028/U+2029), plus the
-remainder. Each slice has its own trie and bitset. For a state whose language (within its rule frame) contains every
-string of a slice — checked on the automata, exactly — the slice's bitset is OR-ed in
-and its trie is not walked; the other slices are walked as usual.
+Inside an unconstrained context (the body of a JSON string, an identifier, a comment) a state
+accepts almost every token, and walking the whole trie is the most expensive thing a mask can
+cost. Following llguidance's "slicer", the vocabulary is partitioned once per tokenizer into
+*slices*, family by family (:data:`DEFAULT_FAMILIES`): tokens made only of lowercase ASCII
+letters, then of identifier characters ``[A-Za-z0-9_]``, then of characters ``C`` a JSON string
+may hold unescaped (except DEL and U+2028/U+2029), each family bucketed by length
+(``C{1,10}``, ``C{11,30}``, ``C{31,}`` for JSON), plus the remainder. The slices' tries are laid
+end to end in one trie (:class:`SliceSet`). For a state whose language (within its rule frame)
+contains every string of a slice -- checked on the automata, exactly -- the slice's bitset is
+OR-ed in and its tokens are not walked; the other slices are walked as usual.
 
-The check is exact: a slice is used only if *every* string of the slice's language
-survives from the state by byte steps inside its rule frame (transitions, or entering a
-rule through a call chain), so every token in it is accepted.
-Survival is prefix-closed, so one search answers for every slice at once: the *survival
-depth* of a state, the largest ``H`` such that every ``C``-string of at most ``H``
-characters survives, is the fewest complete characters before some byte dies
-(:func:`survival_depth`). ``C{lo,hi}`` is contained iff ``hi <= H``, ``C{31,}`` iff nothing
-ever dies. A bounded string (``maxLength``) with ``r`` characters left has ``H = r``.
+The check is exact: a slice is used only if *every* string of the slice's language survives
+from the state by byte steps inside its rule frame (transitions, or entering a rule through a
+call chain), so every token in it is accepted. Survival is prefix-closed, so one search per
+family answers for all its slices: the *survival depth* of a state, the largest ``H`` such that
+every ``C``-string of at most ``H`` characters survives, is the fewest complete characters before
+some byte dies (:func:`survival_depth`). ``C{lo,hi}`` is contained iff ``hi <= H``, ``C{31,}``
+iff nothing ever dies. A bounded string (``maxLength``) with ``r`` characters left has
+``H = r``. Families nest, so a state that survives every JSON-string run survives every word.
 """
 
 from __future__ import annotations
