@@ -259,7 +259,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     dfas: list[DFA] = []
     nfa_states = 0
     for name in called:
-        key = (name, rules[name], resolution(name), limits.max_dfa_states)
+        key = (rules[name], resolution(name), limits.max_dfa_states)
         hit = _RULE_DFAS.get(key)
         if hit is None:
             prog = Program(resolve, limits.max_dfa_states)
@@ -340,8 +340,9 @@ class _NamedCalls:
         return DFA(d.byte_class, d.trans, d.final, d.call_src[o], rule[o], d.call_dst[o], d.start)
 
 
-#: rule DFAs by (name, body, resolution of what it inlines or calls, DFA limit), process-wide:
-#: grammars repeat rules (the any-JSON-value rules of every schema that allows extra properties)
+#: rule DFAs by (body, resolution of what it inlines or calls, DFA limit), process-wide: grammars
+#: repeat rules (the any-JSON-value rules of every schema that allows extra properties). A rule's
+#: own name does not shape its DFA; the names it refers to are part of its body.
 _RULE_DFAS: LRU[_NamedCalls] = LRU(2048, max_bytes=256 << 20, weight=lambda e: e.dfa.nbytes)
 
 
