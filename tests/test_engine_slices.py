@@ -85,7 +85,8 @@ def test_survival_depth_of_bounded_strings(compiler, max_len):
         (state,) = {int(x) for x in m._top}
         h = survival_depth(cover, state, cg.rtn, limit=30)
         left = max_len - used
-        assert h == (left if left <= 30 else 30), (max_len, used, h)
+        # exact below the limit; at or above it, anything from the limit to the true depth
+        assert (h == left) if left < 30 else (30 <= h <= left), (max_len, used, h)
         if used < max_len:
             assert m.accept_string("é" if used % 2 else "a")  # one character, one or two bytes
 

@@ -15,6 +15,8 @@ from ._automata_kernels import grow, same_run
 
 #: returned when every string of the cover survives
 INFINITE = -1
+#: a lower bound meaning "survives everything" (lower bounds are int16)
+LOWER_INF = 32767
 
 _UNSEEN = np.int64(1) << 62
 _UNKNOWN = -3  # successor not computed yet
@@ -60,9 +62,41 @@ def dies_at_once(state, trans, ncls, chain_ptr, first_classes):
 def survival_search(
     state, limit, max_pairs,
     trans, ncls, chain_ptr, chain_target,
+    cover_start, edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, boundary, lower,
+):
+    """Survival depth of ``state`` (``INFINITE`` when nothing ever dies); see the module docstring.
+
+    ``lower[g]`` (one entry per grammar state, kept by the caller) is raised to what the search
+    proves for state ``g``: reached alone at a character boundary (a cover state with
+    ``boundary``) after ``d`` complete characters, it survives ``h - d`` more (``LOWER_INF``:
+    everything). States further along a bounded string then need no search.
+    """
+    h, set_data, set_off, n_sets, dist, nq = _search(
+        state, limit, max_pairs, trans, ncls, chain_ptr, chain_target,
+        cover_start, edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls)
+    for sid in range(n_sets):
+        if set_off[sid + 1] - set_off[sid] != 1:
+            continue
+        g = set_data[set_off[sid]]
+        for q in range(nq):
+            if not boundary[q] and q != cover_start:
+                continue
+            d = dist[sid * nq + q]
+            if d >= _UNSEEN:
+                continue
+            b = LOWER_INF if h == INFINITE else h - d
+            if b > lower[g]:
+                lower[g] = b
+    return h
+
+
+@njit(nogil=True, cache=True)
+def _search(
+    state, limit, max_pairs,
+    trans, ncls, chain_ptr, chain_target,
     cover_start, edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls,
 ):
-    """Survival depth of ``state`` (``INFINITE`` when nothing ever dies); see the module docstring."""
+    """The search: ``(depth, set_data, set_off, n_sets, dist, nq)`` (the sets and their distances)."""
     # Most states die on the first character (they are not inside a string): check that before
     # allocating anything.
     q0 = cover_start
@@ -77,7 +111,7 @@ def survival_search(
                     taken = True
                     break
             if not taken:
-                return 0
+                return 0, np.zeros(0, np.int32), np.zeros(1, np.int64), 0, np.zeros(0, np.int64), 1
     nq = edge_ptr.shape[0] - 1
     set_data = np.empty(256, dtype=np.int32)
     set_off = np.zeros(65, dtype=np.int64)
@@ -110,7 +144,7 @@ def survival_search(
         if d > dist[pair]:
             continue
         if d > limit:
-            return limit
+            return limit, set_data, set_off, n_sets, dist, nq
         sid = pair // nq
         q = pair % nq
         for e in range(edge_ptr[q], edge_ptr[q + 1]):
@@ -167,8 +201,8 @@ def survival_search(
                                 dist = grow(dist, 2 * n_sets * nq, _UNSEEN)
                                 succ_of = grow(succ_of, 2 * n_sets * ncls, _UNKNOWN)
                     succ_of[sid * ncls + c] = nxt
-                if nxt == _DEAD:
-                    return d  # a string of d complete characters and part of one more dies here
+                if nxt == _DEAD:  # a string of d complete characters and part of one more dies here
+                    return d, set_data, set_off, n_sets, dist, nq
                 dup = False
                 for x in range(n_succ):
                     if succs[x] == nxt:
@@ -184,7 +218,7 @@ def survival_search(
                 if d2 < dist[key2]:
                     if dist[key2] == _UNSEEN:
                         if n_pairs >= max_pairs:
-                            return d
+                            return d, set_data, set_off, n_sets, dist, nq
                         n_pairs += 1
                     dist[key2] = d2
                     if d2 == d:
@@ -195,4 +229,4 @@ def survival_search(
                         q_pair[tail] = key2
                         q_dist[tail] = d2
                         tail += 1
-    return INFINITE
+    return INFINITE, set_data, set_off, n_sets, dist, nq

@@ -32,7 +32,7 @@ import numpy as np
 from ..grammar.ir import Repeat, seq
 from ..grammar.utf8 import codepoint_ranges_expr
 from ..tokenizer.trie import TokenTrie
-from ._survival import INFINITE, dies_at_once, survival_search
+from ._survival import INFINITE, LOWER_INF, dies_at_once, survival_search
 from .automata import DFA, minimize, standalone_dfa
 
 __all__ = ["DEFAULT_SLICE_BOUNDS", "Slice", "SliceSet", "build_slices", "slice_contained", "survival_depth"]
@@ -114,14 +114,16 @@ class SliceSet:
         return cls([Slice("all", None, None, trie.tok_ids, bitset, 1, trie.num_nodes)], trie)
 
     def survival_depths(self, state: int, rtn) -> dict[int, float]:
-        """Survival depth of ``state`` per cover (by ``id``), widest character set first: a
-        narrower set survives everything when a wider one does."""
+        """Survival depth of ``state`` per cover (by ``id``), widest character set first.
+
+        A narrower set survives at least as deep as a wider one (fewer strings must survive): when
+        a wider set's depth reaches this one's limit, that depth stands in for it (a lower bound
+        deciding its bounded slices; at worst a small unbounded slice is walked instead of taken).
+        """
         depths: dict[int, float] = {}
         for cover, limit, wider in self.covers:
-            if any(depths[id(w)] == math.inf for w in wider):
-                depths[id(cover)] = math.inf
-            else:
-                depths[id(cover)] = survival_depth(cover, state, rtn, limit)
+            known = max((depths[id(w)] for w in wider), default=-1.0)
+            depths[id(cover)] = known if known >= limit else survival_depth(cover, state, rtn, limit)
         return depths
 
 
@@ -194,13 +196,16 @@ def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 102
     the *set* of states reachable so far, so no alternative is missed. Leaving the frame
     (pops) is not followed, which can only make ``H`` smaller: safe. A 0-1 breadth-first
     search over (cover state, state set) pairs ordered by characters completed (``cover``'s
-    final states end a character); the first dying byte found gives ``H``. The search stops
-    early with a smaller, still correct, answer at ``limit`` characters (the longest bounded
-    slice) or after ``max_pairs`` pairs.
+    final states end a character); the first dying byte found gives ``H``. Below ``limit`` (the
+    longest bounded slice) the answer is exact; at or above it, it is some value between
+    ``limit`` and ``H``, which decides the same slices. After ``max_pairs`` pairs the search stops
+    with a smaller, still correct, answer.
 
     A state whose call chains enter a rule that alone survives everything (an object key that
     is a declared name or any other string) survives everything too: the depths of the entry
-    states of states with few chains are searched once per grammar and remembered.
+    states of states with few chains are searched once per grammar and remembered. A search
+    also proves a depth for every state it reaches alone after ``d`` characters (``H - d``) and
+    runs to twice the limit, so along a bounded string one search serves the next states too.
     """
     edges = _cached(rtn, "_cover_edges", dict)
     ce = edges.get(id(cover))
@@ -208,6 +213,9 @@ def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 102
         ce = edges[id(cover)] = _CoverEdges.of(cover, rtn)
     if dies_at_once(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, ce.first_classes):
         return 0.0
+    known = int(ce.lower[state])  # proved by an earlier search that reached this state
+    if known >= limit:
+        return math.inf if known == LOWER_INF else float(known)
     memo = _cached(rtn, "_survival_memo", dict, cap=_MEMO_CAP)
     key = (id(cover), state, limit, max_pairs)
     h = memo.get(key)
@@ -231,25 +239,29 @@ def _survival_search(cover: DFA, state: int, rtn, limit: int, max_pairs: int) ->
         for t in dict.fromkeys(rtn.chain_target[lo:hi].tolist()):
             if t != state and survival_depth(cover, t, rtn, limit, max_pairs) == math.inf:
                 return math.inf
-    h = survival_search(state, limit, max_pairs, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target,
-                        cover.start, *rtn.__dict__["_cover_edges"][id(cover)].arrays)
+    ce = rtn.__dict__["_cover_edges"][id(cover)]
+    # twice as deep as asked: the bounds it leaves for the states ahead then reach the limit
+    h = survival_search(state, 2 * limit, max_pairs, rtn.trans, rtn.num_classes, rtn.chain_ptr,
+                        rtn.chain_target, cover.start, *ce.arrays, cover.final.view(np.uint8), ce.lower)
     return math.inf if h == INFINITE else float(h)
 
 
 
 @dataclass
 class _CoverEdges:
-    """A cover automaton's edges in one grammar's byte classes (the search's input), and the
-    grammar classes a first character can start with."""
+    """A cover automaton's edges in one grammar's byte classes (the search's input), the grammar
+    classes a first character can start with, and survival depths proved so far."""
 
     arrays: tuple[np.ndarray, ...]
     first_classes: np.ndarray
+    lower: np.ndarray  # int16 per grammar state: survival depth proved by searches so far (-1: none)
 
     @classmethod
     def of(cls, cover: DFA, rtn) -> _CoverEdges:
         arrays = _cover_edge_arrays(cover, rtn)
         ptr, _, _, cls_ptr, classes = arrays
-        return cls(arrays, np.unique(classes[cls_ptr[ptr[cover.start]]:cls_ptr[ptr[cover.start + 1]]]))
+        return cls(arrays, np.unique(classes[cls_ptr[ptr[cover.start]]:cls_ptr[ptr[cover.start + 1]]]),
+                   np.full(rtn.num_states, -1, dtype=np.int16))
 
 
 def _cover_edge_arrays(cover: DFA, rtn) -> tuple[np.ndarray, ...]:
