@@ -152,15 +152,6 @@ class DFA:
         lo, hi = np.searchsorted(self.call_src, [s, s + 1])
         return dict(zip(self.call_rule[lo:hi].tolist(), self.call_dst[lo:hi].tolist()))
 
-    def edge_masks(self, s: int) -> list[tuple[int, int]]:
-        """Outgoing byte edges of ``s`` as (mask, target), classes with the same target merged."""
-        by_target: dict[int, int] = {}
-        classes = self.classes
-        for c, t in enumerate(self.trans[s].tolist()):
-            if t >= 0:
-                by_target[t] = by_target.get(t, 0) | classes[c]
-        return [(m, t) for t, m in by_target.items()]
-
     def accepts(self, data: bytes) -> bool:
         """Membership for call-free DFAs (tests and debugging)."""
         s = self.start
