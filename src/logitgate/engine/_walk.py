@@ -218,6 +218,9 @@ def walk_trie(
                                 dup = True
                                 break
                         if not dup:
+                            if o1 >= cap:
+                                info[2] = ERR_CONFIG
+                                return n_exit
                             cbuf_top[o1] = nt
                             cbuf_par[o1] = cp
                             o1 += 1
