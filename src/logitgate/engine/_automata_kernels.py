@@ -164,134 +164,161 @@ def product_table(ta, tb, fa, fb, ca, cb, sa, sb, max_states):
 
 
 @njit(nogil=True, cache=True)
-def _push_work(wb, wa, nw, b, a):
-    if nw >= wb.shape[0]:
-        wb = grow(wb, 2 * nw, 0)
-        wa = grow(wa, 2 * nw, 0)
-    wb[nw] = b
-    wa[nw] = a
-    return wb, wa, nw + 1
+def _split_marked(first, past, owner, elems, marked, touched, nt, nsets):
+    """Split every touched set of a refinable partition into its marked and unmarked parts; the
+    smaller part becomes a new set (numbered from ``nsets``). Returns the new number of sets."""
+    while nt > 0:
+        nt -= 1
+        s = touched[nt]
+        j = first[s] + marked[s]
+        if j == past[s]:
+            marked[s] = 0
+            continue
+        z = nsets
+        nsets += 1
+        if marked[s] <= past[s] - j:
+            first[z] = first[s]
+            past[z] = j
+            first[s] = j
+        else:
+            past[z] = past[s]
+            first[z] = j
+            past[s] = j
+        for i in range(first[z], past[z]):
+            owner[elems[i]] = z
+        marked[s] = 0
+        marked[z] = 0
+    return nsets
+
+
+@njit(nogil=True, cache=True)
+def _mark(e, owner, elems, loc, first, marked, touched, nt):
+    """Move element ``e`` to the marked front of its set; returns the new touched count."""
+    s = owner[e]
+    i = loc[e]
+    j = first[s] + marked[s]
+    elems[i] = elems[j]
+    loc[elems[i]] = i
+    elems[j] = e
+    loc[e] = j
+    if marked[s] == 0:
+        touched[nt] = s
+        nt += 1
+    marked[s] += 1
+    return nt
 
 
 @njit(nogil=True, cache=True)
 def hopcroft_blocks(delta, final):
-    """Coarsest partition of a DFA's states into equivalence classes (Hopcroft's algorithm).
+    """Coarsest partition of a DFA's states into equivalence classes.
 
-    ``delta[state, symbol]`` is the target or -1 (a rejecting sink, added internally); every
-    state is assumed to be live. Returns a block id per state; equal ids = equivalent states.
+    ``delta[state, symbol]`` is the target or -1 (undefined: rejecting); every state is assumed
+    live. Returns a block id per state; equal ids = equivalent states.
+
+    This is Valmari and Lehtinen's refinement for *partial* transition functions: states and
+    transitions are both partitions; each new block of states splits the transitions by head,
+    each new block of transitions splits the states by tail. Work is O(n + m log m) for m defined
+    transitions -- grammar DFAs leave most (state, class) pairs undefined, so this is much less
+    than Hopcroft's O(k n log n) over a completed automaton.
     """
     n, k = delta.shape
-    N = n + 1  # with the sink
-    sink = n
-    # inverse transitions, CSR over (symbol, target)
-    ptr = np.zeros(k * N + 1, dtype=np.int64)
-    for s in range(N):
+    m = 0
+    for s in range(n):
         for a in range(k):
-            t = sink if s == sink or delta[s, a] < 0 else delta[s, a]
-            ptr[a * N + t + 1] += 1
-    for i in range(k * N):
-        ptr[i + 1] += ptr[i]
-    fill = ptr[:-1].copy()
-    inv = np.empty(ptr[k * N], dtype=np.int32)
-    for s in range(N):
-        for a in range(k):
-            t = sink if s == sink or delta[s, a] < 0 else delta[s, a]
-            inv[fill[a * N + t]] = s
-            fill[a * N + t] += 1
-    # partition: elems grouped by block, block b = elems[bstart[b]:bend[b]]
-    elems = np.empty(N, dtype=np.int32)
-    loc = np.empty(N, dtype=np.int64)
-    blk = np.zeros(N, dtype=np.int32)
-    bstart = np.zeros(N, dtype=np.int64)
-    bend = np.zeros(N, dtype=np.int64)
-    mcount = np.zeros(N, dtype=np.int64)
-    nf = 0
+            if delta[s, a] >= 0:
+                m += 1
+    tail = np.empty(m, dtype=np.int32)
+    head = np.empty(m, dtype=np.int32)
+    # transitions numbered by label, so the initial transition sets are contiguous
+    cap = max(n, m) + 1
+    c_first = np.zeros(cap, dtype=np.int64)
+    c_past = np.zeros(cap, dtype=np.int64)
+    c_owner = np.zeros(max(m, 1), dtype=np.int32)
+    nc = 0
+    t = 0
+    for a in range(k):
+        start = t
+        for s in range(n):
+            d = delta[s, a]
+            if d >= 0:
+                tail[t] = s
+                head[t] = d
+                c_owner[t] = nc
+                t += 1
+        if t > start:
+            c_first[nc] = start
+            c_past[nc] = t
+            nc += 1
+    c_elems = np.arange(max(m, 1)).astype(np.int32)
+    c_loc = np.arange(max(m, 1)).astype(np.int64)
+    # incoming transitions per state
+    in_ptr = np.zeros(n + 1, dtype=np.int64)
+    for t in range(m):
+        in_ptr[head[t] + 1] += 1
+    for s in range(n):
+        in_ptr[s + 1] += in_ptr[s]
+    fill = in_ptr[:-1].copy()
+    incoming = np.empty(max(m, 1), dtype=np.int32)
+    for t in range(m):
+        incoming[fill[head[t]]] = t
+        fill[head[t]] += 1
+    # states: one set, then split by finality
+    b_first = np.zeros(cap, dtype=np.int64)
+    b_past = np.zeros(cap, dtype=np.int64)
+    b_owner = np.zeros(n, dtype=np.int32)
+    b_elems = np.arange(n).astype(np.int32)
+    b_loc = np.arange(n).astype(np.int64)
+    b_past[0] = n
+    nb = 1
+    marked = np.zeros(cap, dtype=np.int64)
+    touched = np.empty(cap, dtype=np.int64)
+    nt = 0
     for s in range(n):
         if final[s]:
-            nf += 1
-    i0, i1 = 0, nf
-    for s in range(N):
-        if s < n and final[s]:
-            elems[i0] = s
-            loc[s] = i0
-            i0 += 1
-        else:
-            elems[i1] = s
-            loc[s] = i1
-            blk[s] = 1
-            i1 += 1
-    nblocks = 2
-    bstart[0], bend[0] = 0, nf
-    bstart[1], bend[1] = nf, N
-    if nf == 0:  # only the non-final block (with the sink)
-        blk[:] = 0
-        return blk[:n]
-    in_w = np.zeros(N * k, dtype=np.uint8)
-    wb = np.empty(max(16, 2 * k), dtype=np.int32)
-    wa = np.empty(max(16, 2 * k), dtype=np.int32)
-    nw = 0
-    first = 0 if nf <= N - nf else 1
-    for a in range(k):
-        wb, wa, nw = _push_work(wb, wa, nw, first, a)
-        in_w[first * k + a] = 1
-    marked = np.zeros(N, dtype=np.uint8)
-    xs = np.empty(N, dtype=np.int32)
-    touched = np.empty(N, dtype=np.int32)
-    while nw > 0:
-        nw -= 1
-        b, a = wb[nw], wa[nw]
-        in_w[b * k + a] = 0
-        nx = 0
-        for idx in range(bstart[b], bend[b]):
-            t = elems[idx]
-            for j in range(ptr[a * N + t], ptr[a * N + t + 1]):
-                p = inv[j]
-                if not marked[p]:
-                    marked[p] = 1
-                    xs[nx] = p
-                    nx += 1
+            nt = _mark(s, b_owner, b_elems, b_loc, b_first, marked, touched, nt)
+    nb = _split_marked(b_first, b_past, b_owner, b_elems, marked, touched, nt, nb)
+    b = 1
+    c = 0
+    while c < nc:
         nt = 0
-        for x in range(nx):
-            p = xs[x]
-            marked[p] = 0
-            y = blk[p]
-            pos = bstart[y] + mcount[y]
-            q = elems[pos]
-            lp = loc[p]
-            elems[pos] = p
-            loc[p] = pos
-            elems[lp] = q
-            loc[q] = lp
-            if mcount[y] == 0:
-                touched[nt] = y
+        for i in range(c_first[c], c_past[c]):
+            # (marking written out here and below: a helper call per element costs more than the work)
+            e = tail[c_elems[i]]
+            s = b_owner[e]
+            x = b_loc[e]
+            j = b_first[s] + marked[s]
+            f = b_elems[j]
+            b_elems[x] = f
+            b_loc[f] = x
+            b_elems[j] = e
+            b_loc[e] = j
+            if marked[s] == 0:
+                touched[nt] = s
                 nt += 1
-            mcount[y] += 1
-        for x in range(nt):
-            y = touched[x]
-            m = mcount[y]
-            mcount[y] = 0
-            size = bend[y] - bstart[y]
-            if m == size:
-                continue
-            z = nblocks
-            nblocks += 1
-            if m <= size - m:  # the marked part becomes the new block
-                bstart[z], bend[z] = bstart[y], bstart[y] + m
-                bstart[y] += m
-            else:
-                bstart[z], bend[z] = bstart[y] + m, bend[y]
-                bend[y] = bstart[y] + m
-            for idx in range(bstart[z], bend[z]):
-                blk[elems[idx]] = z
-            small = z if bend[z] - bstart[z] <= bend[y] - bstart[y] else y
-            for a2 in range(k):
-                if in_w[y * k + a2]:
-                    wb, wa, nw = _push_work(wb, wa, nw, z, a2)
-                    in_w[z * k + a2] = 1
-                else:
-                    wb, wa, nw = _push_work(wb, wa, nw, small, a2)
-                    in_w[small * k + a2] = 1
-    return blk[:n]
+            marked[s] += 1
+        nb = _split_marked(b_first, b_past, b_owner, b_elems, marked, touched, nt, nb)
+        c += 1
+        while b < nb:
+            nt = 0
+            for i in range(b_first[b], b_past[b]):
+                q = b_elems[i]
+                for y in range(in_ptr[q], in_ptr[q + 1]):
+                    e = incoming[y]
+                    s = c_owner[e]
+                    x = c_loc[e]
+                    j = c_first[s] + marked[s]
+                    f = c_elems[j]
+                    c_elems[x] = f
+                    c_loc[f] = x
+                    c_elems[j] = e
+                    c_loc[e] = j
+                    if marked[s] == 0:
+                        touched[nt] = s
+                        nt += 1
+                    marked[s] += 1
+            nc = _split_marked(c_first, c_past, c_owner, c_elems, marked, touched, nt, nc)
+            b += 1
+    return b_owner
 
 
 @njit(nogil=True, cache=True)

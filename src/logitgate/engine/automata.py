@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import GrammarError, LimitExceededError
-from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq, iter_refs
+from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq, is_ref_free
 from . import _construction_kernels as K
 from ._automata_kernels import canonical_dfa, product_table, renumber, trim_order
 from .lru import LRU
@@ -358,7 +358,7 @@ def standalone_dfa(
     Expressions without rule references are cached process-wide, so grammars that share e.g. a
     hostname or email format pay for its product automaton once.
     """
-    if isinstance(expr, And | Not) and next(iter_refs(expr), None) is None:
+    if isinstance(expr, And | Not) and is_ref_free(expr):
         key = (expr, max_states)
         hit = _STANDALONE_CACHE.get(key)
         if hit is None:

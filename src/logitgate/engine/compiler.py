@@ -215,9 +215,10 @@ class GrammarCompiler:
         """Do the per-process and per-tokenizer work now rather than in a first request.
 
         Builds the vocabulary slices, runs every numba kernel once (loading them from numba's
-        cache) on a small recursive grammar, and compiles a tiny grammar through each front-end
-        (JSON Schema, regex, EBNF, choices: their modules and dependencies get imported), so a
-        first real compile and its first masks pay only for their own work.
+        cache) on a small recursive grammar, compiles a tiny grammar through each front-end
+        (JSON Schema, regex, EBNF, choices: their modules and dependencies get imported) and
+        builds the JSON spellings of printable ASCII characters (object keys are matched in
+        every spelling), so a first real compile and its first masks pay only for their own work.
         """
         self._warm_front_ends()
         from ..grammar.ir import Ref, alt, and_, byteset, lit, not_, repeat, seq
@@ -243,6 +244,10 @@ class GrammarCompiler:
         return self
 
     def _warm_front_ends(self) -> None:
+        from ..grammar.json_schema.strings import encode_chars
+
+        for cp in range(0x20, 0x7F):  # every spelling of each printable ASCII character (object keys)
+            encode_chars([(cp, cp)])
         schema = {"type": "object", "properties": {"a": {"type": "string", "format": "date"},
                                                    "b": {"type": "integer", "minimum": 0},
                                                    "c": {"enum": ["x", 1]}}, "required": ["a"]}

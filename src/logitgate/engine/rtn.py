@@ -133,23 +133,32 @@ def _sccs(graph: dict[str, list[str]]) -> list[list[str]]:
     return strongly_connected_components(graph)
 
 
-def _size(e: Expr, rules: dict[str, Expr], memo: dict[str, int], depth: int = 0) -> int:
-    """Rough NFA-state estimate of an expression with non-recursive refs expanded."""
+def _size(e: Expr, ref_size: dict[str, int], cap: int, depth: int = 0) -> int:
+    """Rough NFA-state estimate of an expression, a reference counting ``ref_size[name]`` (2 if absent).
+
+    Exact up to ``cap``; beyond it, some value above ``cap`` (the walk stops early).
+    """
     if depth > 200:
-        return 1 << 30
-    if isinstance(e, Bytes):
+        return cap + 1
+    t = type(e)
+    if t is Bytes:
         return len(e.value) + 1
-    if isinstance(e, ByteSet):
+    if t is ByteSet:
         return 2
-    if isinstance(e, Seq | Alt | And):
-        return sum(_size(x, rules, memo, depth + 1) for x in e.items) + 2
-    if isinstance(e, Repeat):
+    if t is Seq or t is Alt or t is And:
+        total = 2
+        for x in e.items:
+            total += _size(x, ref_size, cap, depth + 1)
+            if total > cap:
+                return total
+        return total
+    if t is Repeat:
         copies = max(e.min, 1) if e.max is None else max(e.max, 1)
-        return min(copies * _size(e.item, rules, memo, depth + 1) + 2, 1 << 30)
-    if isinstance(e, Not):
-        return _size(e.item, rules, memo, depth + 1) + 2
-    if isinstance(e, Ref):
-        return memo.get(e.name, 2)
+        return min(copies * _size(e.item, ref_size, cap, depth + 1) + 2, cap + 1)
+    if t is Not:
+        return _size(e.item, ref_size, cap, depth + 1) + 2
+    if t is Ref:
+        return ref_size.get(e.name, 2)
     return 1
 
 
@@ -186,7 +195,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     all_refs = g.rule_refs
     refs = {n: list(dict.fromkeys(r)) for n, r in all_refs.items()}
     recursive: set[str] = set()
-    for comp in _sccs(refs):
+    sccs = _sccs(refs)  # in reverse topological order: callees first
+    for comp in sccs:
         if len(comp) > 1 or comp[0] in refs[comp[0]]:
             recursive.update(comp)
     nullable = _nullable_map(rules)
@@ -194,39 +204,38 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     for n in rules:
         for r in all_refs[n]:
             refcount[r] += 1
-    # sizes bottom-up over the (acyclic) non-recursive part
-    sizes: dict[str, int] = {}
-    for comp in _sccs(refs):  # Tarjan emits SCCs in reverse topological order (callees first)
-        for n in comp:
-            sizes[n] = _size(rules[n], rules, sizes)
 
-    # Rules used inside And/Not must be inlined (operands must be regular).
+    # Rules used inside And/Not must be inlined (operands must be regular), with all they use.
     forced_inline: set[str] = set()
+    stack = [r for n in rules for r in g.boolean_refs[n]]
+    while stack:
+        r = stack.pop()
+        if r not in forced_inline:
+            forced_inline.add(r)
+            stack.extend(refs[r])
 
-    def collect_forced(e: Expr, inside: bool) -> None:
-        if isinstance(e, Ref):
-            if inside and e.name not in forced_inline:
-                forced_inline.add(e.name)
-                collect_forced(rules[e.name], True)
-            return
-        for c in e.children():
-            collect_forced(c, inside or isinstance(e, And | Not))
-
-    for e in rules.values():
-        collect_forced(e, False)
-
-    called: list[str] = [g.root]
-    for n in rules:
-        if n == g.root:
-            continue
-        if n in recursive:
-            called.append(n)
-            continue
-        if n in forced_inline:
-            continue
-        lexeme = _is_lexeme_like(rules[n], limits.lexeme_min_bytes)
-        if refcount[n] > 1 and (lexeme or sizes[n] > limits.inline_max_size):
-            called.append(n)
+    # A rule used more than once is called if it is large or lexeme-like. Sizes (with inlined
+    # references expanded) are estimated bottom-up for those rules and what they refer to only.
+    candidates = [n for n in rules if n != g.root and n not in recursive and n not in forced_inline
+                  and refcount[n] > 1]
+    sizes: dict[str, int] = {}
+    if candidates:
+        needed = set(candidates)
+        stack = list(candidates)
+        while stack:
+            for r in refs[stack.pop()]:
+                if r not in needed and r not in recursive:
+                    needed.add(r)
+                    stack.append(r)
+        for comp in sccs:  # callees first
+            for n in comp:
+                if n in needed:
+                    sizes[n] = _size(rules[n], sizes, limits.inline_max_size)
+    called_set = {g.root} | recursive
+    for n in candidates:
+        if sizes[n] > limits.inline_max_size or _is_lexeme_like(rules[n], limits.lexeme_min_bytes):
+            called_set.add(n)
+    called: list[str] = [g.root] + [n for n in rules if n != g.root and n in called_set]
     bad = forced_inline & recursive
     if bad:
         raise GrammarError(
@@ -265,6 +274,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
             prog = Program(resolve, limits.max_dfa_states)
             prog.emit(rules[name])
             dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states)
+            # minimal assuming every callee is productive (they nearly always are; see below)
+            dfa = minimize(dfa) or dfa
             _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called))
         else:
             used = hit.nfa_states
@@ -286,7 +297,9 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
                 changed = True
     if not productive[0]:
         raise GrammarError(f"the grammar's language is empty (root rule {g.root!r} derives no string)")
-    trimmed = [minimize(d, productive) if productive[i] else None for i, d in enumerate(dfas)]
+    # (a rule DFA is minimal already unless it calls an unproductive rule or is empty itself)
+    trimmed = [(d if productive[d.call_rule].all() and d.final.any() else minimize(d, productive))
+               if productive[i] else None for i, d in enumerate(dfas)]
 
     # Keep only rules reachable from the root through call edges.
     keep = [0]

@@ -59,6 +59,7 @@ __all__ = [
     "alt",
     "and_",
     "byteset",
+    "is_ref_free",
     "iter_refs",
     "lit",
     "normalize",
@@ -131,6 +132,7 @@ class _Composite(Expr):
 
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
     _normal: bool = field(default=False, init=False, repr=False, compare=False)
+    _ref_free: bool = field(default=False, init=False, repr=False, compare=False)  # known to hold no Ref
 
     def _key(self) -> tuple:
         raise NotImplementedError
@@ -364,6 +366,40 @@ def _normalize(e: Expr) -> Expr:
     raise GrammarError(f"not an IR expression: {e!r}")
 
 
+def _scan_refs(e: Expr) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(refs, boolean_refs)``: every rule name referenced in ``e`` (with repeats), and those
+    referenced inside an ``And``/``Not`` operand -- in one walk that skips (and marks) subtrees
+    without references, which builders share widely (string bodies, number automata)."""
+    refs: list[str] = []
+    inside: list[str] = []
+    _scan(e, False, refs, inside)
+    return tuple(refs), tuple(inside)
+
+
+def _scan(x: Expr, under: bool, refs: list[str], inside: list[str]) -> bool:
+    t = type(x)
+    if t is Ref:
+        refs.append(x.name)  # type: ignore[attr-defined]
+        if under:
+            inside.append(x.name)  # type: ignore[attr-defined]
+        return True
+    if t is Bytes or t is ByteSet or x._ref_free:  # type: ignore[attr-defined]
+        return False
+    under = under or t is And or t is Not
+    found = False
+    for c in x.children():
+        if _scan(c, under, refs, inside):
+            found = True
+    if not found:
+        object.__setattr__(x, "_ref_free", True)
+    return found
+
+
+def is_ref_free(e: Expr) -> bool:
+    """True if ``e`` references no rule (remembered on the nodes it walks)."""
+    return not _scan(e, False, [], [])
+
+
 def iter_refs(e: Expr) -> Iterator[str]:
     """Names of every rule referenced inside ``e`` (with repeats)."""
     stack = [e]
@@ -385,7 +421,7 @@ class Grammar:
     Construction validates names and references and normalizes every rule.
     """
 
-    __slots__ = ("_hash", "_refs", "_root", "_rules")
+    __slots__ = ("_boolean_refs", "_hash", "_refs", "_root", "_rules")
 
     def __init__(self, rules: Mapping[str, Expr] | Sequence[tuple[str, Expr]], root: str = "root"):
         items = list(rules.items()) if isinstance(rules, Mapping) else list(rules)
@@ -401,12 +437,14 @@ class Grammar:
         if root not in normalized:
             raise GrammarError(f"root rule {root!r} is not defined")
         refs: dict[str, tuple[str, ...]] = {}
+        boolean_refs: dict[str, tuple[str, ...]] = {}
         for name, expr in normalized.items():
-            refs[name] = tuple(iter_refs(expr))
+            refs[name], boolean_refs[name] = _scan_refs(expr)
             for ref in refs[name]:
                 if ref not in normalized:
                     raise GrammarError(f"rule {name!r} refers to undefined rule {ref!r}")
         self._refs = MappingProxyType(refs)
+        self._boolean_refs = MappingProxyType(boolean_refs)
         self._rules = MappingProxyType(normalized)
         self._root = root
         self._hash: int | None = None
@@ -424,6 +462,11 @@ class Grammar:
     def rule_refs(self) -> Mapping[str, tuple[str, ...]]:
         """Per rule, the names of the rules its expression references (with repeats)."""
         return self._refs
+
+    @property
+    def boolean_refs(self) -> Mapping[str, tuple[str, ...]]:
+        """Per rule, the names it references inside an ``And``/``Not`` operand (with repeats)."""
+        return self._boolean_refs
 
     def __getitem__(self, name: str) -> Expr:
         return self._rules[name]
@@ -455,7 +498,14 @@ class Grammar:
                     stack.append(ref)
         if len(seen) == len(self._rules):
             return self
-        return Grammar([(n, e) for n, e in self._rules.items() if n in seen], root=self._root)
+        # (the rules are valid and normal already: the subset is taken as it is)
+        sub = object.__new__(Grammar)
+        sub._rules = MappingProxyType({n: e for n, e in self._rules.items() if n in seen})
+        sub._refs = MappingProxyType({n: r for n, r in self._refs.items() if n in seen})
+        sub._boolean_refs = MappingProxyType({n: r for n, r in self._boolean_refs.items() if n in seen})
+        sub._root = self._root
+        sub._hash = None
+        return sub
 
     def with_root(self, root: str) -> Grammar:
         return Grammar(dict(self._rules), root=root)
