@@ -69,10 +69,11 @@ def distinguishable_pairs(d: DFA) -> set[tuple[int, int]]:
     return marked
 
 
+@pytest.mark.parametrize("density", [0.25, 0.7, 1.0])  # partial (most grammar DFAs are sparse) to complete
 @pytest.mark.parametrize("seed", range(30))
-def test_minimize_keeps_the_language_and_merges_every_equivalent_pair(seed: int) -> None:
+def test_minimize_keeps_the_language_and_merges_every_equivalent_pair(seed: int, density: float) -> None:
     rng = random.Random(seed)
-    d = trim(random_dfa(rng, rng.randint(2, 12)))
+    d = trim(random_dfa(rng, rng.randint(2, 12), k=rng.randint(2, 5), density=density))
     if d is None:
         return
     m = minimize(d)
