@@ -7,11 +7,13 @@ import dataclasses
 import itertools
 import random
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from language_oracle import bounded_language, strings
+from logitgate.engine._automata_kernels import product_table
 from logitgate.engine.automata import ALL_BYTES, DFA, Program, _product, class_representatives, minimize, trim
 from logitgate.errors import LimitExceededError
 from logitgate.grammar.ir import Expr, Grammar, alt, and_, byteset, lit, not_, repeat, seq
@@ -108,6 +110,21 @@ def test_product_accepts_the_intersection(seed: int) -> None:
     p = _product(a, b, 10_000)
     alphabet = class_representatives(p.byte_class).tolist()  # the common refinement of both
     assert language(p, 6, alphabet) == language(a, 6, alphabet) & language(b, 6, alphabet)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_product_table_numbers_pairs_alike_through_its_hash_table(seed: int) -> None:
+    """Beyond ``dense_limit`` pairs the product numbers states through open addressing (with
+    rehashing): the table must come out identical to the dense one."""
+    rng = np.random.default_rng(seed)
+    n, k = 300, 4
+    ta, tb = (np.where(rng.random((n, k)) < 0.15, -1, rng.integers(0, n, (n, k))).astype(np.int32) for _ in "ab")
+    fa, fb = ((rng.random(n) < 0.3).astype(np.uint8) for _ in "ab")
+    cls = np.arange(k, dtype=np.int64)
+    dense = product_table(ta, tb, fa, fb, cls, cls, 0, 0, 1 << 20)
+    hashed = product_table(ta, tb, fa, fb, cls, cls, 0, 0, 1 << 20, 0)
+    assert dense[0].shape[0] > 2048  # several rehashes
+    assert np.array_equal(dense[0], hashed[0]) and np.array_equal(dense[1], hashed[1])
 
 
 def _regular(depth: int) -> st.SearchStrategy[Expr]:

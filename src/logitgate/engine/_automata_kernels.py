@@ -117,23 +117,60 @@ def trim_order(trans, final, call_ptr, call_dst, start):
 
 
 @njit(nogil=True, cache=True)
-def product_table(ta, tb, fa, fb, ca, cb, sa, sb, max_states):
+def _rehashed(keys, vals, size):
+    """An open-addressing table (keys -1 = free) moved into ``size`` slots."""
+    nk = np.full(size, -1, dtype=np.int64)
+    nv = np.empty(size, dtype=np.int32)
+    mask = size - 1
+    for x in range(keys.shape[0]):
+        if keys[x] >= 0:
+            y = (keys[x] * 0x9E3779B1) & mask
+            while nk[y] >= 0:
+                y = (y + 1) & mask
+            nk[y] = keys[x]
+            nv[y] = vals[x]
+    return nk, nv
+
+
+@njit(nogil=True, cache=True)
+def product_table(ta, tb, fa, fb, ca, cb, sa, sb, max_states, dense_limit=1 << 20):
     """Reachable product of two call-free DFAs over the common refinement of their classes.
 
     ``ca[k]``/``cb[k]``: each DFA's class for common class ``k``. Returns ``(trans, final)``
-    or an empty table when the product exceeds ``max_states``.
+    or an empty table when the product exceeds ``max_states``. State pairs are numbered through
+    a dense table up to ``dense_limit`` possible pairs, through a hash table beyond.
     """
-    nb = tb.shape[0]
+    na, nb = ta.shape[0], tb.shape[0]
     k = ca.shape[0]
-    ids = {np.int64(sa) * nb + sb: 0}
-    pa = np.empty(64, dtype=np.int64)
-    pb = np.empty(64, dtype=np.int64)
+    dense = na * nb <= dense_limit
+    index = np.full(na * nb if dense else 0, -1, dtype=np.int32)
+    keys = np.full(0 if dense else 1024, -1, dtype=np.int64)
+    vals = np.empty(keys.shape[0], dtype=np.int32)
+    start = np.int64(sa) * nb + sb
+    if dense:
+        index[start] = 0
+    else:
+        keys, vals = _rehashed(np.array([start]), np.zeros(1, dtype=np.int32), keys.shape[0])
+    pa = np.empty(64 + k, dtype=np.int64)
+    pb = np.empty(64 + k, dtype=np.int64)
     pa[0] = sa
     pb[0] = sb
     trans = np.full((64, k), -1, dtype=np.int32)
     m = 1
     i = 0
     while i < m:
+        # room for this row and for the k states it may add (no reallocation inside the row loop)
+        if i >= trans.shape[0]:
+            trans = grow(trans, 2 * trans.shape[0], -1)
+        if m + k > pa.shape[0]:
+            pa = grow(pa, 2 * (m + k), 0)
+            pb = grow(pb, 2 * (m + k), 0)
+        if not dense and 2 * (m + k) > keys.shape[0]:  # load under one half
+            size = keys.shape[0]
+            while 2 * (m + k) > size:
+                size *= 2
+            keys, vals = _rehashed(keys, vals, size)
+        mask = keys.shape[0] - 1
         p, q = pa[i], pb[i]
         for c in range(k):
             tp = ta[p, ca[c]]
@@ -141,17 +178,23 @@ def product_table(ta, tb, fa, fb, ca, cb, sa, sb, max_states):
             if tp < 0 or tq < 0:
                 continue
             key = np.int64(tp) * nb + tq
-            if key in ids:
-                j = ids[key]
+            slot = 0
+            if dense:
+                j = np.int64(index[key])
             else:
+                slot = (key * 0x9E3779B1) & mask
+                while keys[slot] >= 0 and keys[slot] != key:
+                    slot = (slot + 1) & mask
+                j = np.int64(vals[slot]) if keys[slot] == key else np.int64(-1)
+            if j < 0:
                 if m >= max_states:
                     return np.full((0, k), -1, dtype=np.int32), np.zeros(0, dtype=np.uint8)
                 j = m
-                ids[key] = j
-                if m >= pa.shape[0]:
-                    pa = grow(pa, 2 * m, 0)
-                    pb = grow(pb, 2 * m, 0)
-                    trans = grow(trans, 2 * m, -1)
+                if dense:
+                    index[key] = j
+                else:
+                    keys[slot] = key
+                    vals[slot] = j
                 pa[m] = tp
                 pb[m] = tq
                 m += 1

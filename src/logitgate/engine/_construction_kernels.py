@@ -373,8 +373,25 @@ def _closure(targets, nt, eps_ptr, eps_dst, important, stamp, mark, stack, out):
                 stamp[t] = mark
                 stack[top] = t
                 top += 1
-    out[:n].sort()
+    _sort_small(out[:n])
     return n
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _sort_small(a):
+    """Sort in place: insertion sort for the short runs subset construction sorts by the thousand
+    (numba's general sort costs a call and setup per run), the general sort beyond."""
+    n = a.shape[0]
+    if n > 16:
+        a.sort()
+        return
+    for i in range(1, n):
+        x = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = x
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -421,6 +438,10 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
 
     Returns ``(status, nfa_states, trans[n, ncls], final[n], call_src, call_rule, call_dst)``;
     state 0 is the start; call edges are sorted by source, then rule.
+
+    (Arrays grow only between loops, never inside one: numba keeps a loop's arrays in registers
+    only when the loop does not rebind them -- a rebinding inside, even one never executed, made
+    such loops several times slower.)
     """
     st, ns, start, end, es, ed, bs, bd, bl, cs, cd, cl = thompson(prog, lit_pool, emb_info, emb_trans, emb_final,
                                                                   emb_mask, max_nfa_states)
@@ -431,12 +452,19 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
     b_ptr, b_dst, b_mask = _csr(ns, bs, bd, bl, bs.shape[0])
     c_ptr, c_dst, c_rule = _csr(ns, cs, cd, cl, cs.shape[0])
     important = np.zeros(ns, dtype=np.uint8)
+    pair_cnt = np.zeros(ns, dtype=np.int64)  # (class, target) pairs an NFA state's byte edges give
+    n_imp = 1
     for q in range(ns):
+        for e in range(b_ptr[q], b_ptr[q + 1]):
+            m = b_mask[e]
+            pair_cnt[q] += mask_ptr[m + 1] - mask_ptr[m]
         if b_ptr[q + 1] > b_ptr[q] or c_ptr[q + 1] > c_ptr[q]:
             important[q] = 1
+            n_imp += 1
     important[end] = 1
 
     stamp = np.zeros(ns, dtype=np.int64)
+    single_id = np.full(ns, -1, dtype=np.int64)  # DFA state of the closure of one NFA state, once known
     mark = 0
     stack = np.empty(ns, dtype=np.int64)
     buf = np.empty(ns, dtype=np.int32)
@@ -464,6 +492,8 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
     g_id = np.empty(ncls + 8, dtype=np.int64)
     g_rule = np.empty(ncls + 8, dtype=np.int64)  # -1 for class groups
     cls_group = np.empty(ncls, dtype=np.int64)
+    rules = np.empty(16, dtype=np.int32)
+    r_tg = np.empty(16, dtype=np.int32)
 
     count = 0
     i = -1  # the state whose successors are being built; -1: the start state itself
@@ -478,8 +508,28 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
                 trans = grow(trans, 2 * trans.shape[0], -1)
                 final = grow(final, 2 * final.shape[0], 0)
             lo, hi = ptr[i], ptr[i + 1]
-            npairs = 0
+            need = 0
             ncall_pairs = 0
+            for x in range(lo, hi):
+                q = data[x]
+                need += pair_cnt[q]
+                ncall_pairs += c_ptr[q + 1] - c_ptr[q]
+            if need > pc_cls.shape[0]:
+                pc_cls = np.empty(2 * need, dtype=np.int32)
+                pc_tgt = np.empty(2 * need, dtype=np.int32)
+            if need + ncall_pairs > grouped.shape[0]:
+                grouped = np.empty(2 * (need + ncall_pairs), dtype=np.int32)
+            if ncls + ncall_pairs > g_start.shape[0]:
+                size = 2 * (ncls + ncall_pairs)
+                g_start = np.empty(size, dtype=np.int64)
+                g_len = np.empty(size, dtype=np.int64)
+                g_hash = np.empty(size, dtype=np.uint64)
+                g_id = np.empty(size, dtype=np.int64)
+                g_rule = np.empty(size, dtype=np.int64)
+            if ncall_pairs > rules.shape[0]:
+                rules = np.empty(2 * ncall_pairs, dtype=np.int32)
+                r_tg = np.empty(2 * ncall_pairs, dtype=np.int32)
+            npairs = 0
             for x in range(lo, hi):
                 q = data[x]
                 if q == end:
@@ -487,17 +537,10 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
                 for e in range(b_ptr[q], b_ptr[q + 1]):
                     m = b_mask[e]
                     t = b_dst[e]
-                    need = npairs + mask_ptr[m + 1] - mask_ptr[m]
-                    if need > pc_cls.shape[0]:
-                        pc_cls = grow(pc_cls, 2 * need, 0)
-                        pc_tgt = grow(pc_tgt, 2 * need, 0)
                     for j in range(mask_ptr[m], mask_ptr[m + 1]):
                         pc_cls[npairs] = mask_cls[j]
                         pc_tgt[npairs] = t
                         npairs += 1
-                ncall_pairs += c_ptr[q + 1] - c_ptr[q]
-            if npairs + ncall_pairs > grouped.shape[0]:
-                grouped = np.empty(2 * (npairs + ncall_pairs), dtype=np.int32)
             # targets grouped by class (counting sort)
             cls_cnt[:] = 0
             for j in range(npairs):
@@ -515,7 +558,7 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
                 if a == b:
                     continue
                 seg = grouped[a:b]
-                seg.sort()
+                _sort_small(seg)
                 k = 1
                 for j in range(1, b - a):
                     if seg[j] != seg[k - 1]:
@@ -532,8 +575,6 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
                     n_groups += 1
             if ncall_pairs > 0:  # targets grouped by called rule
                 base = npairs
-                rules = np.empty(ncall_pairs, dtype=np.int32)
-                r_tg = np.empty(ncall_pairs, dtype=np.int32)
                 u = 0
                 for x in range(lo, hi):
                     q = data[x]
@@ -541,7 +582,7 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
                         rules[u] = c_rule[e]
                         r_tg[u] = c_dst[e]
                         u += 1
-                order = np.argsort(rules, kind="mergesort")
+                order = np.argsort(rules[:ncall_pairs], kind="mergesort")
                 j = 0
                 while j < ncall_pairs:
                     r = rules[order[j]]
@@ -550,49 +591,54 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
                         grouped[base + k] = r_tg[order[j]]
                         k += 1
                         j += 1
-                    if n_groups >= g_start.shape[0]:
-                        g_start = grow(g_start, 2 * n_groups, 0)
-                        g_len = grow(g_len, 2 * n_groups, 0)
-                        g_hash = grow(g_hash, 2 * n_groups, 0)
-                        g_id = grow(g_id, 2 * n_groups, 0)
-                        g_rule = grow(g_rule, 2 * n_groups, 0)
                     g_start[n_groups], g_len[n_groups], g_rule[n_groups] = base, k, r
                     n_groups += 1
                     base += k
-        # close and intern every group
-        for u in range(n_groups):
-            mark += 1
-            n = _closure(grouped[g_start[u]:g_start[u] + g_len[u]], g_len[u], eps_ptr, eps_dst, important, stamp,
-                         mark, stack, buf)
-            h = _hash(buf, 0, n)
-            tid, slot = _find(buf, n, h, data, ptr, hashes, table)
-            if tid < 0:
-                tid = count
-                if count + 2 > ptr.shape[0]:
-                    ptr = grow(ptr, 2 * ptr.shape[0], 0)
-                    hashes = grow(hashes, 2 * hashes.shape[0], 0)
-                base = ptr[count]
-                if base + n > data.shape[0]:
-                    data = grow(data, 2 * (base + n), 0)
-                data[base:base + n] = buf[:n]
-                ptr[count + 1] = base + n
-                hashes[count] = h
-                table[slot] = count + 1
-                count += 1
-                if 2 * count > table.shape[0]:  # keep the load under one half
-                    table = _rehash(hashes, count, 2 * table.shape[0])
-                if count > max_dfa_states:
-                    return DFA_LIMIT, ns, trans[:0], final[:0], empty_i32, empty_i32, empty_i32
-            g_id[u] = tid
-            if g_rule[u] >= 0:
-                if n_calls >= c_src_o.shape[0]:
-                    c_src_o = grow(c_src_o, 2 * n_calls, 0)
-                    c_rule_o = grow(c_rule_o, 2 * n_calls, 0)
-                    c_dst_o = grow(c_dst_o, 2 * n_calls, 0)
-                c_src_o[n_calls] = i
-                c_rule_o[n_calls] = g_rule[u]
-                c_dst_o[n_calls] = tid
-                n_calls += 1
+        # close and intern every group: room for n_groups new states and calls first
+        if count + n_groups + 2 > ptr.shape[0]:
+            ptr = grow(ptr, 2 * (count + n_groups + 2), 0)
+            hashes = grow(hashes, 2 * (count + n_groups + 2), 0)
+        if 2 * (count + n_groups) > table.shape[0]:  # keep the load under one half
+            size = table.shape[0]
+            while 2 * (count + n_groups) > size:
+                size *= 2
+            table = _rehash(hashes, count, size)
+        if n_calls + n_groups > c_src_o.shape[0]:
+            c_src_o = grow(c_src_o, 2 * (n_calls + n_groups), 0)
+            c_rule_o = grow(c_rule_o, 2 * (n_calls + n_groups), 0)
+            c_dst_o = grow(c_dst_o, 2 * (n_calls + n_groups), 0)
+        u = 0
+        while u < n_groups:
+            if ptr[count] + n_imp > data.shape[0]:  # room for one more closure
+                data = grow(data, 2 * (ptr[count] + n_imp), 0)
+            while u < n_groups and ptr[count] + n_imp <= data.shape[0]:
+                single = grouped[g_start[u]] if g_len[u] == 1 else -1
+                tid = single_id[single] if single >= 0 else -1
+                if tid < 0:
+                    mark += 1
+                    n = _closure(grouped[g_start[u]:g_start[u] + g_len[u]], g_len[u], eps_ptr, eps_dst, important,
+                                 stamp, mark, stack, buf)
+                    h = _hash(buf, 0, n)
+                    tid, slot = _find(buf, n, h, data, ptr, hashes, table)
+                    if tid < 0:
+                        tid = count
+                        base = ptr[count]
+                        data[base:base + n] = buf[:n]
+                        ptr[count + 1] = base + n
+                        hashes[count] = h
+                        table[slot] = count + 1
+                        count += 1
+                    if single >= 0:
+                        single_id[single] = tid
+                g_id[u] = tid
+                if g_rule[u] >= 0:
+                    c_src_o[n_calls] = i
+                    c_rule_o[n_calls] = g_rule[u]
+                    c_dst_o[n_calls] = tid
+                    n_calls += 1
+                u += 1
+        if count > max_dfa_states:
+            return DFA_LIMIT, ns, trans[:0], final[:0], empty_i32, empty_i32, empty_i32
         if i >= 0:
             for c in range(ncls):
                 if cls_group[c] >= 0:

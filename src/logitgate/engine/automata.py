@@ -256,6 +256,12 @@ class Program:
     def determinize(self, max_nfa_states: int, max_dfa_states: int) -> tuple[DFA, int]:
         """The program's DFA (start state 0; unreachable or dead states may remain) and the
         number of NFA states it took."""
+        if len(self.ops) == 2 and self.ops[0] == K.OP_EMBED:  # the program is one And/Not: its DFA as it is
+            d = self.embeds[0][0]
+            if d.num_states + 1 > max_nfa_states:
+                raise LimitExceededError(f"grammar automaton exceeds {max_nfa_states} NFA states",
+                                         limit="max_nfa_states")
+            return d, d.num_states + 1
         byte_class, mask_ptr, mask_cls = self._classes()
         ncls = int(byte_class.max()) + 1
         info = np.zeros((len(self.embeds), 6), dtype=np.int64)
@@ -356,9 +362,9 @@ def standalone_dfa(
     """A call-free, trimmed DFA for a regular expression (used for And/Not operands).
 
     Expressions without rule references are cached process-wide, so grammars that share e.g. a
-    hostname or email format pay for its product automaton once.
+    hostname or email format (or the string body of "any other key") pay for its automaton once.
     """
-    if isinstance(expr, And | Not) and is_ref_free(expr):
+    if is_ref_free(expr):
         key = (expr, max_states)
         hit = _STANDALONE_CACHE.get(key)
         if hit is None:
