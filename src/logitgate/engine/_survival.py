@@ -119,7 +119,12 @@ def _search(
     dist = np.full(64 * nq, _UNSEEN, dtype=np.int64)
     succ_of = np.full(64 * ncls, _UNKNOWN, dtype=np.int64)
     buf = np.empty(64, dtype=np.int32)
-    succs = np.empty(64, dtype=np.int64)
+    succs = np.empty(ncls + 1, dtype=np.int64)
+    # the most sets a step from each cover state can create: one per class of its edges
+    max_new = np.zeros(nq, dtype=np.int64)
+    for q in range(nq):
+        for e in range(edge_ptr[q], edge_ptr[q + 1]):
+            max_new[q] += edge_cls_ptr[e + 1] - edge_cls_ptr[e]
     cap = 4 * max_pairs + 16
     q_pair = np.empty(cap, dtype=np.int64)
     q_dist = np.empty(cap, dtype=np.int64)
@@ -147,6 +152,30 @@ def _search(
             return limit, set_data, set_off, n_sets, dist, nq
         sid = pair // nq
         q = pair % nq
+        # Room for everything this step may add, made here: the loops below never rebind an array
+        # (numba keeps a loop's arrays in registers only when the loop does not rebind them).
+        width = 0  # the most members a successor set can have
+        for k in range(set_off[sid], set_off[sid + 1]):
+            s = set_data[k]
+            width += 1 + chain_ptr[s + 1] - chain_ptr[s]
+        if width > buf.shape[0]:
+            buf = np.empty(2 * width, dtype=np.int32)
+        grown = n_sets + max_new[q]
+        if set_off[n_sets] + max_new[q] * width > set_data.shape[0]:
+            set_data = grow(set_data, 2 * (set_off[n_sets] + max_new[q] * width), 0)
+        if grown + 2 > set_off.shape[0]:
+            set_off = grow(set_off, 2 * (grown + 2), 0)
+        if grown * nq > dist.shape[0]:
+            dist = grow(dist, 2 * grown * nq, _UNSEEN)
+            succ_of = grow(succ_of, 2 * grown * ncls, _UNKNOWN)
+        if 2 * grown > table.shape[0]:  # keep the table at most half full
+            size = table.shape[0]
+            while 2 * grown > size:
+                size *= 2
+            table = np.full(size, -1, dtype=np.int64)
+            for x in range(n_sets):
+                lo, hi = set_off[x], set_off[x + 1]
+                table[_lookup(table, set_data[lo:hi], hi - lo, set_data, set_off)] = x
         for e in range(edge_ptr[q], edge_ptr[q + 1]):
             q2 = edge_to[e]
             d2 = d + edge_final[e]
@@ -170,8 +199,6 @@ def _search(
                                 x -= 1
                             if x > 0 and buf[x - 1] == t:
                                 continue
-                            if n >= buf.shape[0]:
-                                buf = grow(buf, 2 * n, 0)
                             for y in range(n, x, -1):
                                 buf[y] = buf[y - 1]
                             buf[x] = t
@@ -184,22 +211,10 @@ def _search(
                         if nxt < 0:  # a new set
                             nxt = n_sets
                             end = set_off[n_sets]
-                            if end + n > set_data.shape[0]:
-                                set_data = grow(set_data, 2 * (end + n), 0)
                             set_data[end:end + n] = buf[:n]
-                            if n_sets + 2 > set_off.shape[0]:
-                                set_off = grow(set_off, 2 * set_off.shape[0], 0)
                             set_off[n_sets + 1] = end + n
                             n_sets += 1
                             table[slot] = nxt
-                            if 2 * n_sets > table.shape[0]:  # keep the table at most half full
-                                table = np.full(2 * table.shape[0], -1, dtype=np.int64)
-                                for x in range(n_sets):
-                                    lo, hi = set_off[x], set_off[x + 1]
-                                    table[_lookup(table, set_data[lo:hi], hi - lo, set_data, set_off)] = x
-                            if n_sets * nq > dist.shape[0]:
-                                dist = grow(dist, 2 * n_sets * nq, _UNSEEN)
-                                succ_of = grow(succ_of, 2 * n_sets * ncls, _UNKNOWN)
                     succ_of[sid * ncls + c] = nxt
                 if nxt == _DEAD:  # a string of d complete characters and part of one more dies here
                     return d, set_data, set_off, n_sets, dist, nq
@@ -209,8 +224,6 @@ def _search(
                         dup = True
                         break
                 if not dup:
-                    if n_succ >= succs.shape[0]:
-                        succs = grow(succs, 2 * n_succ, 0)
                     succs[n_succ] = nxt
                     n_succ += 1
             for x in range(n_succ):
