@@ -498,3 +498,62 @@ def canonical_dfa(trans, final, c_src, c_rule, c_dst, keep, start):
             t3[:, g] = t1[:, first_of[g]]
         t1 = t3
     return t1, f1, cs, cr, cd, group
+
+
+@njit(nogil=True, cache=True)
+def merge_tables(classes, flat, flat_off, nstates, nclasses):
+    """The tables of several DFAs (rules) as one table over their common byte classes.
+
+    ``classes[r]`` is rule ``r``'s class per byte; its table (``nstates[r]`` × ``nclasses[r]``)
+    is ``flat[flat_off[r]:flat_off[r + 1]]``. Rule ``r``'s states are numbered after those of
+    the rules before it. Returns ``(byte_class, trans, has_byte)``: the common refinement of the
+    classes, numbered by lowest byte; the merged table with targets renumbered; whether a state
+    has any byte edge.
+    """
+    nr = classes.shape[0]
+    cls = np.zeros(256, dtype=np.int64)
+    ng = 1
+    pair = np.full(256 * 256, -1, dtype=np.int64)
+    for r in range(nr):  # refine rule by rule: (class so far, rule's class) pairs, densely numbered
+        k = nclasses[r]
+        n2 = 0
+        for b in range(256):
+            key = cls[b] * k + classes[r, b]
+            if pair[key] < 0:
+                pair[key] = n2
+                n2 += 1
+            cls[b] = pair[key]
+        pair[: ng * k] = -1
+        ng = n2
+    # number the classes by lowest byte
+    byte_class = np.empty(256, dtype=np.int32)
+    rank = np.full(ng, -1, dtype=np.int64)
+    reps = np.empty(ng, dtype=np.int64)
+    n = 0
+    for b in range(256):
+        c = cls[b]
+        if rank[c] < 0:
+            rank[c] = n
+            reps[n] = b
+            n += 1
+        byte_class[b] = rank[c]
+    total = 0
+    for r in range(nr):
+        total += nstates[r]
+    trans = np.empty((total, ng), dtype=np.int32)
+    has_byte = np.zeros(total, dtype=np.uint8)
+    off = 0
+    for r in range(nr):
+        k = nclasses[r]
+        base = flat_off[r]
+        for s in range(nstates[r]):
+            row = base + s * k
+            for g in range(ng):
+                t = flat[row + classes[r, reps[g]]]
+                if t >= 0:
+                    trans[off + s, g] = t + off
+                    has_byte[off + s] = 1
+                else:
+                    trans[off + s, g] = -1
+        off += nstates[r]
+    return byte_class, trans, has_byte

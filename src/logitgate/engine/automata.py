@@ -18,6 +18,7 @@ and raises :class:`LimitExceededError`.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -146,6 +147,25 @@ class DFA:
                       for c in range(self.num_classes)]
             self.__dict__["_classes"] = cached
         return cached
+
+    def table_digest(self) -> bytes:
+        """SHA-256 of the state count, byte classes, table and finality (calls excluded); computed
+        once per table and carried by :meth:`with_calls` copies."""
+        cached = self.__dict__.get("_table_digest")
+        if cached is None:
+            h = hashlib.sha256(np.int64(self.num_states).tobytes())
+            h.update(self.byte_class.astype(np.int32).tobytes())
+            h.update(np.ascontiguousarray(self.trans).tobytes())
+            h.update(self.final.tobytes())
+            cached = self.__dict__["_table_digest"] = h.digest()
+        return cached
+
+    def with_calls(self, call_src: np.ndarray, call_rule: np.ndarray, call_dst: np.ndarray) -> DFA:
+        """The same tables with other call edges (sorted by source, then rule)."""
+        out = DFA(self.byte_class, self.trans, self.final, call_src, call_rule, call_dst, self.start)
+        if "_table_digest" in self.__dict__:
+            out.__dict__["_table_digest"] = self.__dict__["_table_digest"]
+        return out
 
     def calls_of(self, s: int) -> dict[int, int]:
         """Call edges of state ``s``: callee rule -> target."""

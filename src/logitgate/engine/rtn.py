@@ -30,7 +30,8 @@ import numpy as np
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq
-from .automata import DFA, Program, canonical_classes, class_representatives, is_productive, minimize
+from ._automata_kernels import merge_tables
+from .automata import DFA, Program, is_productive, minimize
 from .lru import LRU
 
 __all__ = ["RTN", "CompileLimits", "compile_rtn"]
@@ -321,7 +322,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
         d = trimmed[i]
         assert d is not None
         if d.call_rule.shape[0]:
-            d = DFA(d.byte_class, d.trans, d.final, d.call_src, remap[d.call_rule], d.call_dst, d.start)
+            d = d.with_calls(d.call_src, remap[d.call_rule], d.call_dst)
         rdfas.append(d)
 
     _check_left_recursion(names, rdfas)
@@ -340,8 +341,7 @@ class _NamedCalls:
     @classmethod
     def of(cls, dfa: DFA, nfa_states: int, names: list[str]) -> _NamedCalls:
         ids, local = np.unique(dfa.call_rule, return_inverse=True)
-        named = DFA(dfa.byte_class, dfa.trans, dfa.final, dfa.call_src, local.astype(np.int32).ravel(),
-                    dfa.call_dst, dfa.start)
+        named = dfa.with_calls(dfa.call_src, local.astype(np.int32).ravel(), dfa.call_dst)
         return cls(named, tuple(names[i] for i in ids.tolist()), nfa_states)
 
     def with_ids(self, rule_id: dict[str, int]) -> DFA:
@@ -350,7 +350,7 @@ class _NamedCalls:
             return d
         rule = np.array([rule_id[n] for n in self.callees], dtype=np.int32)[d.call_rule]
         o = np.lexsort((rule, d.call_src))  # calls sorted by source, then rule id
-        return DFA(d.byte_class, d.trans, d.final, d.call_src[o], rule[o], d.call_dst[o], d.start)
+        return d.with_calls(d.call_src[o], rule[o], d.call_dst[o])
 
 
 #: rule DFAs by (body, resolution of what it inlines or calls, DFA limit), process-wide: grammars
@@ -390,19 +390,17 @@ def _check_left_recursion(names: list[str], dfas: list[DFA]) -> None:
 
 
 def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_states: int) -> RTN:
-    # global byte classes: the common refinement of every rule's classes
-    byte_class = canonical_classes(np.stack([d.byte_class for d in dfas], axis=1))
-    ncls = int(byte_class.max()) + 1
-    reps = class_representatives(byte_class)
+    # global byte classes (the common refinement of every rule's classes) and one table
     sizes = [d.num_states for d in dfas]
     offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     total = int(offsets[-1])
-    parts = []
-    for i, d in enumerate(dfas):
-        local = d.trans[:, d.byte_class[reps]]
-        parts.append(np.where(local >= 0, local + np.int32(offsets[i]), -1))
-    trans2d = np.concatenate(parts).astype(np.int32)
+    flat_off = np.zeros(len(dfas) + 1, dtype=np.int64)
+    np.cumsum([d.trans.size for d in dfas], out=flat_off[1:])
+    byte_class, trans2d, has_byte = merge_tables(
+        np.stack([d.byte_class for d in dfas]).astype(np.int64), np.concatenate([d.trans.ravel() for d in dfas]),
+        flat_off, np.array(sizes, dtype=np.int64), np.array([d.num_classes for d in dfas], dtype=np.int64))
+    ncls = trans2d.shape[1]
     trans = trans2d.reshape(-1)
     final = np.concatenate([d.final for d in dfas]).astype(np.uint8)
     rule_of_state = np.repeat(np.arange(len(dfas), dtype=np.int32), sizes)
@@ -416,7 +414,7 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
     # A return state that is final and can do nothing else would only pop again: it is not
     # pushed (a tail call), so a chain of optional properties or nested tail positions does not
     # grow the stack by a frame per call -- which keeps closing brackets cheap to resolve.
-    has_byte = (trans2d >= 0).any(axis=1)
+    has_byte = has_byte.view(bool)
     has_call = np.zeros(total, dtype=bool)
     has_call[g_src] = True
     only_pops = ((final == 1) & ~has_byte & ~has_call).tolist()
@@ -481,24 +479,20 @@ def _rule_hashes(names: list[str], dfas: list[DFA]) -> list[str]:
     Two rules with equal digests behave identically as stack tops, whatever grammar they come from
     and whatever they are called there, so per-state token masks can be shared between grammars.
     Rules in a recursive cycle cannot be labelled by digests of themselves: inside a cycle calls are
-    labelled by rule name, and each member's digest covers the whole cycle.
+    labelled by rule name, and each member's digest covers the whole cycle. A table's own digest is
+    computed once (:meth:`DFA.table_digest`; rule DFAs are cached across grammars); call edges are
+    listed by source, callee label and target, an order no rule numbering affects.
     """
-    local: list[bytes] = []
-    for d in dfas:
-        h = hashlib.sha256()
-        h.update(np.int64(d.num_states).tobytes())
-        h.update(d.byte_class.astype(np.int32).tobytes())
-        h.update(d.trans.tobytes())
-        h.update(d.final.tobytes())
-        h.update(d.call_src.tobytes())
-        h.update(d.call_dst.tobytes())
-        local.append(h.digest())
     callees = {i: np.unique(d.call_rule).tolist() for i, d in enumerate(dfas)}
     digests: list[bytes] = [b""] * len(dfas)
 
     def labelled(i: int, cycle: set[int]) -> bytes:
-        labels = (names[r].encode() + b"\x00" if r in cycle else digests[r] for r in dfas[i].call_rule.tolist())
-        return local[i] + b"".join(labels)
+        d = dfas[i]
+        edges = sorted(
+            (src, names[r].encode() + b"\x00" if r in cycle else digests[r], dst)
+            for src, r, dst in zip(d.call_src.tolist(), d.call_rule.tolist(), d.call_dst.tolist()))
+        return d.table_digest() + b"".join(
+            src.to_bytes(4, "little") + label + dst.to_bytes(4, "little") for src, label, dst in edges)
 
     for comp in strongly_connected_components(callees):  # callees first
         if len(comp) == 1 and comp[0] not in callees[comp[0]]:
