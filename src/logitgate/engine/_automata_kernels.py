@@ -28,6 +28,25 @@ def same_run(a, b):
 
 
 @njit(nogil=True, cache=True)
+def csr(n, src, dst, lab, m):
+    """Edges ``0..m`` grouped by source (stable): ``(ptr, dst, lab)``."""
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(m):
+        ptr[src[i] + 1] += 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    d = np.empty(m, dtype=np.int32)
+    lb = np.empty(m, dtype=np.int32)
+    for i in range(m):
+        j = fill[src[i]]
+        d[j] = dst[i]
+        lb[j] = lab[i]
+        fill[src[i]] = j + 1
+    return ptr, d, lb
+
+
+@njit(nogil=True, cache=True)
 def _map_rows(trans, rows, to):
     """Rows ``rows`` of ``trans`` with every target ``t`` renamed ``to[t]`` (negative: no edge)."""
     m, k = rows.shape[0], trans.shape[1]
@@ -252,7 +271,7 @@ def _mark(e, owner, elems, loc, first, marked, touched, nt):
 
 
 @njit(nogil=True, cache=True)
-def hopcroft_blocks(delta, final):
+def equivalence_blocks(delta, final):
     """Coarsest partition of a DFA's states into equivalence classes.
 
     ``delta[state, symbol]`` is the target or -1 (undefined: rejecting); every state is assumed
@@ -295,16 +314,8 @@ def hopcroft_blocks(delta, final):
     c_elems = np.arange(max(m, 1)).astype(np.int32)
     c_loc = np.arange(max(m, 1)).astype(np.int64)
     # incoming transitions per state
-    in_ptr = np.zeros(n + 1, dtype=np.int64)
-    for t in range(m):
-        in_ptr[head[t] + 1] += 1
-    for s in range(n):
-        in_ptr[s + 1] += in_ptr[s]
-    fill = in_ptr[:-1].copy()
-    incoming = np.empty(max(m, 1), dtype=np.int32)
-    for t in range(m):
-        incoming[fill[head[t]]] = t
-        fill[head[t]] += 1
+    ids = np.arange(m).astype(np.int32)
+    in_ptr, incoming, _ = csr(n, head, ids, ids, m)
     # states: one set, then split by finality
     b_first = np.zeros(cap, dtype=np.int64)
     b_past = np.zeros(cap, dtype=np.int64)
@@ -414,7 +425,7 @@ def renumber(trans, final, c_src, c_rule, c_dst, keep, start):
 @njit(nogil=True, cache=True)
 def canonical_dfa(trans, final, c_src, c_rule, c_dst, keep, start):
     """The minimal DFA in canonical form: trimmed (see :func:`renumber`), equivalent states merged
-    (Hopcroft, calls as extra symbols), numbered breadth-first, and equal classes merged.
+    (partition refinement, calls as extra symbols), numbered breadth-first, and equal classes merged.
 
     Returns ``(trans, final, call_src, call_rule, call_dst, group)`` where ``group[c]`` is the
     merged class of old class ``c`` (numbered in order of first occurrence); no states when the
@@ -437,7 +448,7 @@ def canonical_dfa(trans, final, c_src, c_rule, c_dst, keep, start):
         delta[:, :k] = t1
         for e in range(cs.shape[0]):
             delta[cs[e], k + col[cr[e]]] = cd[e]
-        blk = hopcroft_blocks(delta, f1)
+        blk = equivalence_blocks(delta, f1)
         # dense block ids in order of first state; rep[b] = first state of block b
         dense = np.full(n + 1, -1, dtype=np.int64)
         block = np.empty(n, dtype=np.int64)

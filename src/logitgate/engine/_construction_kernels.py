@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._automata_kernels import grow, same_run
+from ._automata_kernels import csr, grow, same_run
 
 OP_LIT, OP_SET, OP_EMPTY, OP_SEQ, OP_ALT, OP_REP, OP_CALL, OP_EMBED = range(8)
 
@@ -328,25 +328,6 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
     return OK, ns, fs[0, 0], fs[0, 1], es, ed, bs, bd, bl, cs, cd, cl
 
 
-@njit(nogil=True, cache=True)
-def _csr(n, src, dst, lab, m):
-    """Edges ``0..m`` grouped by source (stable): ``(ptr, dst, lab)``."""
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    for i in range(m):
-        ptr[src[i] + 1] += 1
-    for i in range(n):
-        ptr[i + 1] += ptr[i]
-    fill = ptr[:-1].copy()
-    d = np.empty(m, dtype=np.int32)
-    lb = np.empty(m, dtype=np.int32)
-    for i in range(m):
-        j = fill[src[i]]
-        d[j] = dst[i]
-        lb[j] = lab[i]
-        fill[src[i]] = j + 1
-    return ptr, d, lb
-
-
 # ----------------------------------------------------------------------------- subset construction
 
 
@@ -448,9 +429,9 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
     empty_i32 = np.zeros(0, dtype=np.int32)
     if st != OK:
         return st, ns, np.zeros((0, ncls), np.int32), np.zeros(0, np.uint8), empty_i32, empty_i32, empty_i32
-    eps_ptr, eps_dst, _ = _csr(ns, es, ed, ed, es.shape[0])
-    b_ptr, b_dst, b_mask = _csr(ns, bs, bd, bl, bs.shape[0])
-    c_ptr, c_dst, c_rule = _csr(ns, cs, cd, cl, cs.shape[0])
+    eps_ptr, eps_dst, _ = csr(ns, es, ed, ed, es.shape[0])
+    b_ptr, b_dst, b_mask = csr(ns, bs, bd, bl, bs.shape[0])
+    c_ptr, c_dst, c_rule = csr(ns, cs, cd, cl, cs.shape[0])
     important = np.zeros(ns, dtype=np.uint8)
     pair_cnt = np.zeros(ns, dtype=np.int64)  # (class, target) pairs an NFA state's byte edges give
     n_imp = 1

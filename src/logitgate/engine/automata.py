@@ -9,7 +9,7 @@ edges (one symbol per callee rule). This module builds those DFAs:
   DFAs (product / complement) and embedded.
 * :meth:`Program.determinize` runs Thompson construction and subset construction in one numba
   kernel (:mod:`._construction_kernels`) over the coarsest byte classes the program needs.
-* :func:`trim` and :func:`minimize` (Hopcroft) run in numba too (:mod:`._automata_kernels`);
+* :func:`trim` and :func:`minimize` (partition refinement) run in numba too (:mod:`._automata_kernels`);
   a trimmed DFA is numbered breadth-first from its start, so minimal DFAs are canonical.
 
 Byte classes are numbered by their lowest byte. Every construction is bounded (state limits)
@@ -355,7 +355,7 @@ def trim(dfa: DFA, productive: np.ndarray | None = None) -> DFA | None:
 
 def minimize(dfa: DFA, productive: np.ndarray | None = None) -> DFA | None:
     """The canonical minimal DFA of ``dfa`` (None if its language is empty): trimmed as by
-    :func:`trim`, equivalent states merged (Hopcroft; calls count as symbols), numbered
+    :func:`trim`, equivalent states merged (Valmari-Lehtinen refinement; calls count as symbols), numbered
     breadth-first from the start, and byte classes merged where every state treats them alike.
 
     Equal languages (and equal calls) give equal arrays, which is what lets rule digests
