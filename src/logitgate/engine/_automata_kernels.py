@@ -1,7 +1,9 @@
-"""numba kernels behind :mod:`.automata`: trimming and products of DFAs given as int32 tables.
+"""numba kernels behind :mod:`.automata`: trimming, products, minimization and merging of DFAs
+given as int32 tables.
 
-A table ``trans[state, cls]`` holds the target state or -1. Call edges (trimming only) come as
-CSR arrays in the order the breadth-first numbering must visit them.
+A table ``trans[state, cls]`` holds the target state or -1. Call edges come as CSR arrays in the
+order the breadth-first numbering must visit them. Kernels make room for a step before its loop,
+never inside it: numba keeps a loop's arrays in registers only when the loop does not rebind them.
 """
 
 from __future__ import annotations
@@ -135,6 +137,12 @@ def trim_order(trans, final, call_ptr, call_dst, start):
     return order[:m], index
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _home(key, mask):
+    """Home slot of a non-negative key in an open-addressing table of ``mask + 1`` slots."""
+    return (key * 0x9E3779B1) & mask
+
+
 @njit(nogil=True, cache=True)
 def _rehashed(keys, vals, size):
     """An open-addressing table (keys -1 = free) moved into ``size`` slots."""
@@ -143,7 +151,7 @@ def _rehashed(keys, vals, size):
     mask = size - 1
     for x in range(keys.shape[0]):
         if keys[x] >= 0:
-            y = (keys[x] * 0x9E3779B1) & mask
+            y = _home(keys[x], mask)
             while nk[y] >= 0:
                 y = (y + 1) & mask
             nk[y] = keys[x]
@@ -169,7 +177,8 @@ def product_table(ta, tb, fa, fb, ca, cb, sa, sb, max_states, dense_limit=1 << 2
     if dense:
         index[start] = 0
     else:
-        keys, vals = _rehashed(np.array([start]), np.zeros(1, dtype=np.int32), keys.shape[0])
+        keys[_home(start, keys.shape[0] - 1)] = start
+        vals[_home(start, keys.shape[0] - 1)] = 0
     pa = np.empty(64 + k, dtype=np.int64)
     pb = np.empty(64 + k, dtype=np.int64)
     pa[0] = sa
@@ -201,7 +210,7 @@ def product_table(ta, tb, fa, fb, ca, cb, sa, sb, max_states, dense_limit=1 << 2
             if dense:
                 j = np.int64(index[key])
             else:
-                slot = (key * 0x9E3779B1) & mask
+                slot = _home(key, mask)
                 while keys[slot] >= 0 and keys[slot] != key:
                     slot = (slot + 1) & mask
                 j = np.int64(vals[slot]) if keys[slot] == key else np.int64(-1)
@@ -524,7 +533,7 @@ def merge_tables(classes, flat, flat_off, nstates, nclasses):
     nr = classes.shape[0]
     cls = np.zeros(256, dtype=np.int64)
     ng = 1
-    pair = np.full(256 * 256, -1, dtype=np.int64)
+    pair = np.full(256 * max(1, nclasses.max()), -1, dtype=np.int64)  # (at most 256 classes so far)
     for r in range(nr):  # refine rule by rule: (class so far, rule's class) pairs, densely numbered
         k = nclasses[r]
         n2 = 0
