@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import GrammarError, LimitExceededError
-from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq, is_ref_free
+from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq, Special, is_ref_free
 from . import _construction_kernels as K
 from ._automata_kernels import canonical_dfa, product_table, renumber, trim_order
 from .lru import LRU
@@ -95,7 +95,9 @@ class DFA:
 
     ``byte_class[b]`` is the class of byte ``b``; ``trans[s, c]`` the target of class ``c`` from
     state ``s`` or -1; ``final[s]`` marks accepting states; call edges ``(call_src[i],
-    call_rule[i]) -> call_dst[i]`` are sorted by source, then rule.
+    call_rule[i]) -> call_dst[i]`` are sorted by source, then rule. ``as_built``: built directly
+    (a :class:`Special`'s automaton), trimmed and the same for equal input, and used as it is for
+    a rule rather than minimized (which would cost more than the few states it saves).
     """
 
     byte_class: np.ndarray
@@ -105,6 +107,7 @@ class DFA:
     call_rule: np.ndarray = field(default_factory=lambda: _NO_CALLS)
     call_dst: np.ndarray = field(default_factory=lambda: _NO_CALLS)
     start: int = 0
+    as_built: bool = False
 
     @classmethod
     def from_lists(cls, classes: list[int], trans: list[list[int]], final: list[bool],
@@ -256,7 +259,7 @@ class Program:
                 self.emit(how[1], (*inlining, e.name))
             else:
                 ops += (K.OP_CALL, how[1], 1 if how[2] else 0)
-        elif t is And or t is Not:
+        elif t is And or t is Not or t is Special:
             self._embed(standalone_dfa(e, self.resolve, self.max_dfa_states, inlining))
         else:
             raise GrammarError(f"unknown IR node {e!r}")
@@ -405,6 +408,8 @@ def _standalone_dfa(
         return out
     if isinstance(expr, Not):
         return _complement(standalone_dfa(expr.item, resolve, max_states, inlining), max_states)
+    if isinstance(expr, Special):
+        return _special_dfa(expr, max_states)
 
     def regular_only(name: str) -> tuple:
         how = resolve(name) if resolve is not None else ("call",)
@@ -420,6 +425,19 @@ def _standalone_dfa(
     dfa, _ = prog.determinize(max_states * 4, max_states)
     t = trim(dfa)  # (the rule embedding it is minimized as a whole)
     return t if t is not None else _empty_dfa()
+
+
+def _special_dfa(expr: Special, max_states: int) -> DFA:
+    """A :class:`Special`'s automaton: built directly (trimmed) when its kind can, else from its expansion."""
+    build = expr.spec.build
+    if build is None:
+        return standalone_dfa(expr.expand(), None, max_states)
+    byte_class, trans, final, start = build(expr.args, lambda e: minimize(standalone_dfa(e, None, max_states)),
+                                            max_states)
+    if trans.shape[0] > max_states:
+        raise LimitExceededError(f"{expr.kind} automaton exceeds {max_states} states", limit="max_dfa_states")
+    return DFA(np.asarray(byte_class, dtype=np.int32), trans, np.asarray(final, dtype=bool), start=int(start),
+               as_built=True)
 
 
 def _empty_dfa() -> DFA:

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
-from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq
+from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, Special
 from ._automata_kernels import merge_tables
 from .automata import DFA, Program, is_productive, minimize
 from .lru import LRU
@@ -117,6 +117,8 @@ def _nullable_map(rules: dict[str, Expr]) -> dict[str, bool]:
             return all(nul(x) for x in e.items)
         if isinstance(e, Not):
             return not nul(e.item)
+        if isinstance(e, Special):
+            return e.nullable
         raise GrammarError(f"unknown IR node {e!r}")
 
     changed = True
@@ -160,6 +162,8 @@ def _size(e: Expr, ref_size: dict[str, int], cap: int, depth: int = 0) -> int:
         return _size(e.item, ref_size, cap, depth + 1) + 2
     if t is Ref:
         return ref_size.get(e.name, 2)
+    if t is Special:  # built as an automaton of its own: count it as large
+        return cap + 1
     return 1
 
 
@@ -167,6 +171,8 @@ def _is_lexeme_like(e: Expr, min_bytes: int) -> bool:
     """True if ``e`` repeats (unboundedly or widely) over a large set of bytes, e.g. string bodies."""
     if isinstance(e, Repeat) and (e.max is None or e.max >= 16):
         return _width(e.item) >= min_bytes or _is_lexeme_like(e.item, min_bytes)
+    if isinstance(e, Special):
+        return e.spec.lexeme_like
     return any(_is_lexeme_like(c, min_bytes) for c in e.children())
 
 
@@ -275,8 +281,10 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
             prog = Program(resolve, limits.max_dfa_states)
             prog.emit(rules[name])
             dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states)
-            # minimal assuming every callee is productive (they nearly always are; see below)
-            dfa = minimize(dfa) or dfa
+            # minimal assuming every callee is productive (they nearly always are; see below),
+            # unless built directly (a Special's automaton: trimmed, and the same for equal input)
+            if not dfa.as_built:
+                dfa = minimize(dfa) or dfa
             _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called))
         else:
             used = hit.nfa_states

@@ -52,6 +52,7 @@ from .ir import (
     Ref,
     Repeat,
     Seq,
+    Special,
     normalize,
 )
 from .utf8 import MAX_CODEPOINT, codepoint_ranges_expr, complement_codepoints, normalize_codepoint_ranges
@@ -831,6 +832,8 @@ def _fmt_node(e: Expr) -> tuple[str, int]:
         return "~" + _fmt(e.item, _PRIMARY), _UNARY
     if isinstance(e, Repeat):
         return _fmt(e.item, _PRIMARY) + _repeat_suffix(e.min, e.max), _POSTFIX
+    if isinstance(e, Special):
+        return _fmt_node(e.expand())
     raise GrammarError(f"not an IR expression: {e!r}")
 
 

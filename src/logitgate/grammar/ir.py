@@ -15,11 +15,15 @@ Expression nodes (all immutable, hashable, compared structurally):
 ``Ref(name)``   the rule called ``name``
 ``And(items)``  intersection; every item must be regular (no recursive rule)
 ``Not(item)``   complement over all byte strings; ``item`` must be regular
+``Special``     a regular language named by a registered ``kind`` and ``args`` rather than
+                spelled out (see :func:`register_special`): ``expand()`` gives the plain
+                expression; the engine may build its automaton directly, which is faster
 ==============  ==============================================================
 
 ``Grammar`` normalizes its rules on construction (flattening, merging adjacent
 literals, unwrapping singletons), so two grammars that differ only in such
-bracketing compare equal, and ``Grammar.from_ebnf(g.to_ebnf()) == g``.
+bracketing compare equal, and ``Grammar.from_ebnf(g.to_ebnf()) == g`` (for grammars without ``Special`` nodes, which print
+as their expansion).
 
 Example::
 
@@ -33,7 +37,7 @@ Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -64,6 +68,7 @@ __all__ = [
     "lit",
     "normalize",
     "not_",
+    "register_special",
     "repeat",
     "seq",
 ]
@@ -205,6 +210,69 @@ class Not(_Composite):
         return (self.item,)
 
 
+@dataclass(frozen=True)
+class SpecialKind:
+    """What the IR needs to know about a kind of :class:`Special` node (registered by the
+    front-end that makes them, so the IR stays free of front-end knowledge).
+
+    ``expand(args)`` gives the plain expression of the language (reference-free); ``nullable(args)``
+    whether it holds the empty string; ``lexeme_like`` whether it repeats over most bytes (a string
+    body: the engine then gives it its own rule, see :mod:`logitgate.engine.rtn`). ``build(args,
+    dfa_of, max_states)``, if given, constructs the automaton directly and returns ``(byte_class,
+    trans, final, start)`` arrays of a trimmed automaton, the same for equal ``args``;
+    ``dfa_of(expr)`` is the engine's DFA of a plain expression, for building blocks.
+    """
+
+    expand: Callable[[tuple], Expr]
+    nullable: Callable[[tuple], bool]
+    lexeme_like: bool = False
+    build: Callable[[tuple, Callable[[Expr], Any], int], tuple] | None = None
+
+
+_SPECIAL_KINDS: dict[str, SpecialKind] = {}
+
+
+def register_special(kind: str, spec: SpecialKind) -> None:
+    """Register a kind of :class:`Special` node (idempotent for the same ``spec``)."""
+    old = _SPECIAL_KINDS.get(kind)
+    if old is not None and old != spec:
+        raise GrammarError(f"special kind {kind!r} is registered already")
+    _SPECIAL_KINDS[kind] = spec
+
+
+@dataclass(frozen=True, slots=True)
+class Special(Expr):
+    """A regular language named by ``kind`` (registered with :func:`register_special`) and
+    hashable ``args``, for languages whose plain expression is large and slow to build (e.g. the
+    JSON spellings of every string but a few object keys). It holds no rule references."""
+
+    kind: str
+    args: tuple
+
+    def __post_init__(self) -> None:
+        if self.kind not in _SPECIAL_KINDS:
+            raise GrammarError(f"unknown special kind {self.kind!r} (register it with register_special)")
+
+    @property
+    def spec(self) -> SpecialKind:
+        return _SPECIAL_KINDS[self.kind]
+
+    def expand(self) -> Expr:
+        """The plain expression of this language (built on first use, then remembered)."""
+        hit = _EXPANSIONS.get(self)
+        if hit is None:
+            if len(_EXPANSIONS) >= 256:
+                _EXPANSIONS.clear()
+            hit = _EXPANSIONS[self] = normalize(self.spec.expand(self.args))
+        return hit
+
+    @property
+    def nullable(self) -> bool:
+        return self.spec.nullable(self.args)
+
+
+_EXPANSIONS: dict[Special, Expr] = {}
+
 EMPTY = Bytes(b"")
 NOTHING = Alt(())
 
@@ -291,13 +359,13 @@ def normalize(e: Expr) -> Expr:
     literals, removes duplicate alternatives, unwraps singletons and simplifies
     trivial repetitions.
     """
-    if isinstance(e, Bytes | Ref) or e._normal:  # type: ignore[attr-defined]
+    if isinstance(e, Bytes | Ref | Special) or e._normal:  # type: ignore[attr-defined]
         return e
     hit = _NORMAL_FORMS.get(id(e))
     if hit is not None and hit[0] is e:
         return hit[1]
     n = _normalize(e)
-    if not isinstance(n, Bytes | Ref):
+    if not isinstance(n, Bytes | Ref | Special):
         object.__setattr__(n, "_normal", True)  # normal forms are never normalized again
     if len(_NORMAL_FORMS) >= _NORMAL_FORMS_CAP:
         _NORMAL_FORMS.clear()
@@ -383,7 +451,7 @@ def _scan(x: Expr, under: bool, refs: list[str], inside: list[str]) -> bool:
         if under:
             inside.append(x.name)  # type: ignore[attr-defined]
         return True
-    if t is Bytes or t is ByteSet or x._ref_free:  # type: ignore[attr-defined]
+    if t is Bytes or t is ByteSet or t is Special or x._ref_free:  # type: ignore[attr-defined]
         return False
     under = under or t is And or t is Not
     found = False

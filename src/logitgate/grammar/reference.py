@@ -37,7 +37,7 @@ from contextlib import contextmanager
 
 from ..errors import GrammarError, LimitExceededError
 from .graphs import strongly_connected_components
-from .ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, iter_refs
+from .ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, Special, iter_refs
 
 __all__ = ["MAX_DERIVATIVE_STATES", "Recognizer", "accepts", "prefix_ok"]
 
@@ -389,6 +389,8 @@ class _Compiled:
             r = self._rule_rx.get(e.name)
             if r is None:
                 r = self._rule_rx[e.name] = self._rx(self.rules[e.name])
+        elif isinstance(e, Special):
+            r = self._rx(e.expand())
         else:
             raise GrammarError(f"not an IR expression: {e!r}")
         self._expr_rx[id(e)] = r

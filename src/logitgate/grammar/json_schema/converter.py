@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from ...errors import LimitExceededError, SchemaError
-from ..ir import EMPTY, NOTHING, Expr, Ref, alt, and_, lit, not_, repeat, seq
+from ..ir import EMPTY, NOTHING, Expr, Ref, Special, alt, and_, lit, not_, repeat, seq
 from . import numbers as num
 from .refs import RefResolver
 from .strings import encode_chars
@@ -779,9 +779,10 @@ def _small(e: Expr, budget: int = 12) -> bool:
     stack = [e]
     while stack:
         budget -= 1
-        if budget < 0:
+        x = stack.pop()
+        if budget < 0 or isinstance(x, Special):  # a Special stands for a large automaton
             return False
-        stack.extend(stack.pop().children())
+        stack.extend(x.children())
     return True
 
 

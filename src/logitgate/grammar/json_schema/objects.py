@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import LimitExceededError, SchemaError
 from ..ir import EMPTY, NOTHING, Expr, Ref, alt, and_, lit, not_, repeat, seq
+from .excluded import string_content_except
 from .strings import any_string_content
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -255,9 +256,7 @@ def _extra_member(cv: Converter, comps: list, names: list[str], pnames: list[Nod
         raise LimitExceededError(
             f"{len(patterns)} patternProperties patterns (more than {MAX_PATTERNS})", limit="max_patterns"
         )
-    key_base: list[Expr] = [any_string_content()]
-    if names:
-        key_base.append(not_(alt(*(cv.lex.all_spellings(k) for k in names))))
+    key_base: list[Expr] = [string_content_except(names)]
     for n in pnames:
         from .converter import Node as _Node
 
