@@ -315,23 +315,23 @@ def byteset(*ranges: tuple[int, int] | int, negate: bool = False) -> Expr:
 
 
 def seq(*items: Expr) -> Expr:
-    return normalize(Seq(tuple(items)))
+    return _fresh_normal(_normalize(Seq(items)))
 
 
 def alt(*items: Expr) -> Expr:
-    return normalize(Alt(tuple(items)))
+    return _fresh_normal(_normalize(Alt(items)))
 
 
 def repeat(item: Expr, min: int = 0, max: int | None = None) -> Expr:
-    return normalize(Repeat(item, min, max))
+    return _fresh_normal(_normalize(Repeat(item, min, max)))
 
 
 def and_(*items: Expr) -> Expr:
-    return normalize(And(tuple(items)))
+    return _fresh_normal(_normalize(And(items)))
 
 
 def not_(item: Expr) -> Expr:
-    return normalize(Not(item))
+    return _fresh_normal(_normalize(Not(item)))
 
 
 # ----------------------------------------------------------------------------- normalization
@@ -374,37 +374,53 @@ def normalize(e: Expr) -> Expr:
     return n
 
 
+def _fresh_normal(n: Expr) -> Expr:
+    """Mark ``n``, the normal form of a node just built (nobody else holds it: not remembered)."""
+    if not (type(n) is Bytes or type(n) is Ref or type(n) is Special):
+        object.__setattr__(n, "_normal", True)
+    return n
+
+
+def _normal_item(it: Expr) -> Expr:
+    """``normalize(it)`` without the call when ``it`` is normal already (the common case)."""
+    t = type(it)
+    if t is Bytes or t is Ref or t is Special or it._normal:  # type: ignore[attr-defined]
+        return it
+    return normalize(it)
+
+
 def _normalize(e: Expr) -> Expr:
-    if isinstance(e, ByteSet):
-        return _norm_byteset(e)
-    if isinstance(e, Seq):
+    t = type(e)
+    if t is Seq:
         out: list[Expr] = []
         for it in e.items:
-            n = normalize(it)
-            parts = n.items if isinstance(n, Seq) else (n,)
-            for p in parts:
-                if type(p) is Alt and not p.items:
+            n = _normal_item(it)
+            for p in (n.items if type(n) is Seq else (n,)):  # type: ignore[attr-defined]
+                tp = type(p)
+                if tp is Bytes:
+                    if not p.value:  # type: ignore[attr-defined]
+                        continue
+                    if out and type(out[-1]) is Bytes:
+                        out[-1] = Bytes(out[-1].value + p.value)  # type: ignore[attr-defined]
+                        continue
+                elif tp is Alt and not p.items:  # type: ignore[attr-defined]
                     return NOTHING
-                if isinstance(p, Bytes):
-                    if not p.value:
-                        continue
-                    if out and isinstance(out[-1], Bytes):
-                        out[-1] = Bytes(out[-1].value + p.value)
-                        continue
                 out.append(p)
         if not out:
             return EMPTY
         return out[0] if len(out) == 1 else Seq(tuple(out))
-    if isinstance(e, Alt):
+    if t is Alt:
         alts: list[Expr] = []
         seen: set[Expr] = set()
         for it in e.items:
-            n = normalize(it)
-            for p in n.items if isinstance(n, Alt) else (n,):
+            n = _normal_item(it)
+            for p in (n.items if type(n) is Alt else (n,)):  # type: ignore[attr-defined]
                 if p not in seen:
                     seen.add(p)
                     alts.append(p)
         return alts[0] if len(alts) == 1 else Alt(tuple(alts))
+    if t is ByteSet:
+        return _norm_byteset(e)  # type: ignore[arg-type]
     if isinstance(e, Repeat):
         item = normalize(e.item)
         if e.max == 0 or (type(item) is Bytes and not item.value):
