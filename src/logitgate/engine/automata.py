@@ -146,8 +146,10 @@ class DFA:
         """Class masks (256-bit ints), by class id."""
         cached = self.__dict__.get("_classes")
         if cached is None:
-            cached = [int.from_bytes(np.packbits(self.byte_class == c, bitorder="little").tobytes(), "little")
-                      for c in range(self.num_classes)]
+            member = np.zeros((self.num_classes, 256), dtype=bool)
+            member[self.byte_class, np.arange(256)] = True
+            packed = np.packbits(member, axis=1, bitorder="little")
+            cached = [int.from_bytes(row.tobytes(), "little") for row in packed]
             self.__dict__["_classes"] = cached
         return cached
 
