@@ -49,10 +49,13 @@ SCHEMAS = [
     {"type": "object", "properties": {"id": {"type": "string"}, "email": {"type": ["string", "null"]}}},
     {"type": "object", "patternProperties": {"^x-": {"type": "string", "maxLength": 8}},
      "additionalProperties": False},
+    {"type": "string", "format": "hostname"},
+    {"type": "string", "pattern": "^[A-Za-z0-9]{3,14}$"},
 ]
 TEXTS = ['"abcdefghij"', '"abcdefghijklmnopqrstuvwxyz0123456789ab"', '"hello, world \\u00e9 ok"', '"ab-123"',
          '"x.y@example.com"', '{"name": "Ada Lovelace the first"}', '{"k": 1, "other key": 22}',
-         '["alpha", "gamma delta"]', '{"id": "7", "email": null, "idx": "q"}', '{"x-one": "abc", "x-": ""}']
+         '["alpha", "gamma delta"]', '{"id": "7", "email": null, "idx": "q"}', '{"x-one": "abc", "x-": ""}',
+         '"Mail2.example-host.org"', '"Abc123XYZ"']
 
 
 @pytest.mark.parametrize("k", range(len(SCHEMAS)))
@@ -98,3 +101,32 @@ def test_unbounded_string_survives_everything(compiler):
     assert m.accept_string('"ab')
     (state,) = {int(x) for x in m._top}
     assert survival_depth(cover, state, cg.rtn, limit=30) == math.inf
+
+
+def test_dying_covers_agrees_with_one_check_per_cover(compiler):
+    from logitgate.engine._survival import dies_at_once, dying_covers
+    from logitgate.engine.slices import _CoverEdges, _first_classes
+
+    for schema in SCHEMAS:
+        cg = compiler.compile_json_schema(schema)
+        rtn, covers = cg.rtn, cg._runtime.slices.covers
+        arrays = _first_classes(covers, rtn)
+        per_cover = [_CoverEdges.of(cover, rtn).first_classes for cover, _, _ in covers]
+        for s in range(rtn.num_states):
+            mask = dying_covers(s, rtn.trans, rtn.num_classes, rtn.chain_ptr, *arrays)
+            assert mask == sum(1 << k for k, fc in enumerate(per_cover)
+                               if dies_at_once(s, rtn.trans, rtn.num_classes, rtn.chain_ptr, fc)), (schema, s)
+
+
+@pytest.mark.parametrize("density", [0.0, 1e-4, 0.003, 0.2, 1.0])
+def test_counting_and_listing_a_row(density):
+    from logitgate.engine.masks import _count_and_list
+
+    rng = np.random.default_rng(int(density * 1e4))
+    bits = rng.random(300 * 32) < density
+    row = np.packbits(bits, bitorder="little").view(np.int32)
+    ids = np.full(300, -1, dtype=np.int32)
+    n = _count_and_list(row, ids)
+    assert n == int(bits.sum())
+    if n <= ids.shape[0]:
+        assert ids[:n].tolist() == np.flatnonzero(bits).tolist()

@@ -59,6 +59,21 @@ def dies_at_once(state, trans, ncls, chain_ptr, first_classes):
 
 
 @njit(nogil=True, cache=True)
+def dying_covers(state, trans, ncls, chain_ptr, first_classes, first_ptr):
+    """Bit ``k`` set when :func:`dies_at_once` holds for cover ``k`` (its first classes are
+    ``first_classes[first_ptr[k]:first_ptr[k + 1]]``): every cover in one call."""
+    mask = 0
+    if chain_ptr[state] != chain_ptr[state + 1]:
+        return mask
+    for k in range(first_ptr.shape[0] - 1):
+        for j in range(first_ptr[k], first_ptr[k + 1]):
+            if trans[state * ncls + first_classes[j]] < 0:
+                mask |= 1 << k
+                break
+    return mask
+
+
+@njit(nogil=True, cache=True)
 def survival_search(
     state, limit, max_pairs,
     trans, ncls, chain_ptr, chain_target,

@@ -113,6 +113,30 @@ def _row_to_ids(row, limit):
 
 
 @njit(nogil=True, cache=True)
+def _count_and_list(row, ids):
+    """The number of bits set in ``row``; their positions go to ``ids`` while they fit."""
+    n = 0
+    cap = ids.shape[0]
+    for w in range(row.shape[0]):
+        x = np.int64(row[w]) & 0xFFFFFFFF
+        if x == 0:
+            continue
+        # population count of one 32-bit word (SWAR, in 64-bit arithmetic: nothing overflows)
+        c = x - ((x >> 1) & 0x55555555)
+        c = (c & 0x33333333) + ((c >> 2) & 0x33333333)
+        c = (c + (c >> 4)) & 0x0F0F0F0F
+        c = (c + (c >> 8) + (c >> 16) + (c >> 24)) & 0x3F
+        if n + c <= cap:
+            k = n
+            for b in range(32):
+                if (x >> b) & 1:
+                    ids[k] = w * 32 + b
+                    k += 1
+        n += c
+    return n
+
+
+@njit(nogil=True, cache=True)
 def _popcount_row(row):
     n = 0
     for w in range(row.shape[0]):
@@ -154,6 +178,7 @@ class WalkScratch:
         self.out_par = np.empty(CONFIG_CAP, dtype=np.int32)
         self.info = np.zeros(4, dtype=np.int64)
         self.row = np.zeros(num_words, dtype=np.int32)
+        self.ids = np.empty(num_words, dtype=np.int32)  # a sparse row's token ids
         self.exits = np.empty(4096, dtype=np.int32)
 
 
@@ -187,12 +212,13 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_ids: np.ndarray, 
     if starts:
         exits = _walk(state, _walk_mod.EXIT, np.array(starts, dtype=np.int32), np.array(ends, dtype=np.int32),
                       rtn, slices.trie, _NO_FRAMES, row, scratch, keep_exits=True)
-    count = int(_popcount_row(row))
-    n_trie = int(trie_ids.shape[0])
     words = row.shape[0]
+    ids = scratch.ids
+    count = int(_count_and_list(row, ids))
+    n_trie = int(trie_ids.shape[0])
     # choose the smallest representation (ids are 4 bytes each, the bitset 4 bytes a word)
     if count <= words:
-        return StateMask(TokenSetKind.ACCEPTED, _row_to_ids(row, count), exits, count)
+        return StateMask(TokenSetKind.ACCEPTED, ids[:count].copy(), exits, count)
     if n_trie - count <= words:
         return StateMask(TokenSetKind.REJECTED, _rejected_ids(row, trie_ids, n_trie - count), exits, count)
     return StateMask(TokenSetKind.BITSET, row.copy(), exits, count)
@@ -211,8 +237,8 @@ def resolve_context(state_mask: StateMask, parent: int, rtn, slices: SliceSet, p
     _walk(int(pool.state[parent]), int(pool.parent[parent]), ex, trie.node_end[ex], rtn, trie,
           pool, row, scratch, keep_exits=False)
     min_depth = min(int(pool.depth[parent]), int(scratch.info[3]))
-    count = int(_popcount_row(row))
-    return _row_to_ids(row, count), min_depth
+    count = int(_count_and_list(row, scratch.ids))
+    return (scratch.ids[:count].copy() if count <= scratch.ids.shape[0] else _row_to_ids(row, count)), min_depth
 
 
 def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, pool, row: np.ndarray,
@@ -254,6 +280,7 @@ def warm_kernels(num_words: int, trie_ids: np.ndarray) -> None:
             _write_set(row, kind, row if kind == TokenSetKind.BITSET else ids, overwrite, base)
     row[:] = 0
     _popcount_row(row)
+    _count_and_list(row, np.empty(1, dtype=np.int32))
     _row_to_ids(row, 0)  # the limit is the popcount: 0 bits set
     _rejected_ids(row, ids, ids.shape[0])
 

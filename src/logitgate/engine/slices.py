@@ -4,7 +4,8 @@ Inside an unconstrained context (the body of a JSON string, an identifier, a com
 accepts almost every token, and walking the whole trie is the most expensive thing a mask can
 cost. Following llguidance's "slicer", the vocabulary is partitioned once per tokenizer into
 *slices*, family by family (:data:`DEFAULT_FAMILIES`): tokens made only of lowercase ASCII
-letters, then of identifier characters ``[A-Za-z0-9_]``, then of characters ``C`` a JSON string
+letters, then of ASCII letters and digits, then of identifier characters ``[A-Za-z0-9_]``, then
+of characters ``C`` a JSON string
 may hold unescaped (except DEL and U+2028/U+2029), each family bucketed by length
 (``C{1,10}``, ``C{11,30}``, ``C{31,}`` for JSON), plus the remainder. The slices' tries are laid
 end to end in one trie (:class:`SliceSet`). For a state whose language (within its rule frame)
@@ -32,7 +33,7 @@ import numpy as np
 from ..grammar.ir import Repeat, seq
 from ..grammar.utf8 import codepoint_ranges_expr
 from ..tokenizer.trie import TokenTrie
-from ._survival import INFINITE, LOWER_INF, dies_at_once, survival_search
+from ._survival import INFINITE, LOWER_INF, dies_at_once, dying_covers, survival_search
 from .automata import DFA, minimize, standalone_dfa
 
 __all__ = ["DEFAULT_SLICE_BOUNDS", "Slice", "SliceSet", "build_slices", "slice_contained", "survival_depth"]
@@ -44,6 +45,7 @@ DEFAULT_SLICE_BOUNDS: tuple[tuple[int, int | None], ...] = ((1, 10), (11, 30), (
 # line terminators U+2028/U+2029, which a regex ``.`` does not match: a pattern such as
 # ``^(.*)$`` would otherwise make every string state fail the slice check on them.
 _JSON_CHARS = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0x80, 0x2027), (0x202A, 0x10FFFF)]
+_ALNUM_CHARS = [(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)]
 _WORD_CHARS = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
 _LOWER_CHARS = [(0x61, 0x7A)]
 
@@ -63,10 +65,12 @@ class SliceFamily:
         return re.compile("[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in self.chars) + "]+")
 
 
-#: lowercase ASCII words, identifier-like words, then JSON-string runs: a state inside a string
-#: takes all three whole, one inside an identifier or an email address the first two
+#: lowercase ASCII words, letters and digits, identifier-like words, then JSON-string runs: a
+#: state inside a string takes all four whole, one inside an identifier or an email's local part
+#: the first three, one inside a hostname label (no "_") the first two
 DEFAULT_FAMILIES: tuple[SliceFamily, ...] = (
     SliceFamily("lower", tuple(_LOWER_CHARS), ((1, 10), (11, None))),
+    SliceFamily("alnum", tuple(_ALNUM_CHARS), ((1, 10), (11, None))),
     SliceFamily("word", tuple(_WORD_CHARS), ((1, 10), (11, None))),
     SliceFamily("json", tuple(_JSON_CHARS), DEFAULT_SLICE_BOUNDS),
 )
@@ -119,12 +123,36 @@ class SliceSet:
         A narrower set survives at least as deep as a wider one (fewer strings must survive): when
         a wider set's depth reaches this one's limit, that depth stands in for it (a lower bound
         deciding its bounded slices; at worst a small unbounded slice is walked instead of taken).
+        Covers whose first characters die at once are found in one call (most states are narrow).
         """
+        first = _cached(rtn, "_cover_first", dict)
+        arrays = first.get(id(self))
+        if arrays is None:
+            arrays = first[id(self)] = _first_classes(self.covers, rtn)
+        dying = dying_covers(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, *arrays)
         depths: dict[int, float] = {}
-        for cover, limit, wider in self.covers:
+        for k, (cover, limit, wider) in enumerate(self.covers):
+            if dying >> k & 1:  # a character starting this cover's strings dies at once
+                depths[id(cover)] = 0.0
+                continue
             known = max((depths[id(w)] for w in wider), default=-1.0)
             depths[id(cover)] = known if known >= limit else survival_depth(cover, state, rtn, limit)
         return depths
+
+
+def _first_classes(covers, rtn) -> tuple[np.ndarray, np.ndarray]:
+    """Per cover, the grammar's byte classes a first character can start with (concatenated, with
+    offsets): the input of :func:`dying_covers`."""
+    parts = [_starting_classes(cover, rtn) for cover, _, _ in covers]
+    ptr = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([p.shape[0] for p in parts], out=ptr[1:])
+    return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)), ptr
+
+
+def _starting_classes(cover: DFA, rtn) -> np.ndarray:
+    """The grammar byte classes of the bytes ``cover`` can start with."""
+    first_bytes = np.flatnonzero(cover.trans[cover.start][cover.byte_class] >= 0)
+    return np.unique(rtn.byte_class[first_bytes]).astype(np.int64)
 
 
 def _cover_dfa(chars) -> DFA:
