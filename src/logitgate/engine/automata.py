@@ -168,8 +168,9 @@ class DFA:
     def with_calls(self, call_src: np.ndarray, call_rule: np.ndarray, call_dst: np.ndarray) -> DFA:
         """The same tables with other call edges (sorted by source, then rule)."""
         out = DFA(self.byte_class, self.trans, self.final, call_src, call_rule, call_dst, self.start)
-        if "_table_digest" in self.__dict__:
-            out.__dict__["_table_digest"] = self.__dict__["_table_digest"]
+        for fact in ("_table_digest", "_accepts_without_calls"):  # facts of the tables alone
+            if fact in self.__dict__:
+                out.__dict__[fact] = self.__dict__[fact]
         return out
 
     def calls_of(self, s: int) -> dict[int, int]:
@@ -332,6 +333,13 @@ def _productive_calls(dfa: DFA, productive: np.ndarray | None) -> np.ndarray | N
 
 def is_productive(dfa: DFA, productive: np.ndarray | None = None) -> bool:
     """Does ``dfa`` accept any string (calls of rules ``r`` with ``not productive[r]`` are dead)?"""
+    alone = dfa.__dict__.get("_accepts_without_calls")
+    if alone is None:  # (remembered: rule tables are shared between grammars)
+        ptr, dst = _call_ptr(dfa, np.zeros(dfa.call_src.shape[0], dtype=bool))
+        alone = dfa.__dict__["_accepts_without_calls"] = trim_order(
+            dfa.trans, dfa.final.view(np.uint8), ptr, dst, dfa.start)[0].shape[0] > 0
+    if alone or dfa.call_src.shape[0] == 0:
+        return alone
     ptr, dst = _call_ptr(dfa, _productive_calls(dfa, productive))
     order, _ = trim_order(dfa.trans, dfa.final.view(np.uint8), ptr, dst, dfa.start)
     return order.shape[0] > 0

@@ -97,37 +97,39 @@ class RTN:
 # ---------------------------------------------------------------------------- IR analysis
 
 
-def _nullable_map(rules: dict[str, Expr]) -> dict[str, bool]:
+def _nullable_map(rules: dict[str, Expr], sccs: list[list[str]]) -> dict[str, bool]:
+    """Which rules derive the empty string; ``sccs`` lists the rules callees first, so a fixpoint
+    is iterated only inside recursive components."""
     nullable = dict.fromkeys(rules, False)
 
     def nul(e: Expr) -> bool:
-        if isinstance(e, Bytes):
-            return not e.value
-        if isinstance(e, ByteSet):
+        t = type(e)
+        if t is Bytes:
+            return not e.value  # type: ignore[attr-defined]
+        if t is ByteSet:
             return False
-        if isinstance(e, Seq):
-            return all(nul(x) for x in e.items)
-        if isinstance(e, Alt):
-            return any(nul(x) for x in e.items)
-        if isinstance(e, Repeat):
-            return e.min == 0 or nul(e.item)
-        if isinstance(e, Ref):
-            return nullable[e.name]
-        if isinstance(e, And):
-            return all(nul(x) for x in e.items)
-        if isinstance(e, Not):
-            return not nul(e.item)
-        if isinstance(e, Special):
-            return e.nullable
+        if t is Seq or t is And:
+            return all(nul(x) for x in e.items)  # type: ignore[attr-defined]
+        if t is Alt:
+            return any(nul(x) for x in e.items)  # type: ignore[attr-defined]
+        if t is Repeat:
+            return e.min == 0 or nul(e.item)  # type: ignore[attr-defined]
+        if t is Ref:
+            return nullable[e.name]  # type: ignore[attr-defined]
+        if t is Not:
+            return not nul(e.item)  # type: ignore[attr-defined]
+        if t is Special:
+            return e.nullable  # type: ignore[attr-defined]
         raise GrammarError(f"unknown IR node {e!r}")
 
-    changed = True
-    while changed:
-        changed = False
-        for name, e in rules.items():
-            if not nullable[name] and nul(e):
-                nullable[name] = True
-                changed = True
+    for comp in sccs:
+        changed = True
+        while changed:
+            changed = False
+            for name in comp:
+                if not nullable[name] and nul(rules[name]):
+                    nullable[name] = True
+                    changed = len(comp) > 1  # (one rule alone reaches its fixpoint at once)
     return nullable
 
 
@@ -206,7 +208,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     for comp in sccs:
         if len(comp) > 1 or comp[0] in refs[comp[0]]:
             recursive.update(comp)
-    nullable = _nullable_map(rules)
+    nullable = _nullable_map(rules, sccs)
     refcount: dict[str, int] = dict.fromkeys(rules, 0)
     for n in rules:
         for r in all_refs[n]:
@@ -296,14 +298,17 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
         dfas.append(dfa)
 
     # Productivity of rules (fixpoint), then trim + minimize.
+    # (callees first: a fixpoint is iterated only inside recursive components)
     productive = np.zeros(len(called), dtype=bool)
-    changed = True
-    while changed:
-        changed = False
-        for i, d in enumerate(dfas):
-            if not productive[i] and is_productive(d, productive):
-                productive[i] = True
-                changed = True
+    for comp in sccs:
+        members = [rule_id[n] for n in comp if n in rule_id]
+        changed = bool(members)
+        while changed:
+            changed = False
+            for i in members:
+                if not productive[i] and is_productive(dfas[i], productive):
+                    productive[i] = True
+                    changed = len(members) > 1
     if not productive[0]:
         raise GrammarError(f"the grammar's language is empty (root rule {g.root!r} derives no string)")
     # (a rule DFA is minimal already unless it calls an unproductive rule or is empty itself)
