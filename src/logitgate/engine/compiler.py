@@ -216,7 +216,8 @@ class GrammarCompiler:
 
         Builds the vocabulary slices, runs every numba kernel once (loading them from numba's
         cache) on a small recursive grammar, compiles a tiny grammar through each front-end
-        (JSON Schema, regex, EBNF, choices: their modules and dependencies get imported) and
+        (JSON Schema with objects, arrays and oneOf, regex, EBNF, choices: their modules and
+        dependencies get imported, which matters where Python writes no bytecode cache) and
         builds the JSON spellings of printable ASCII characters (object keys are matched in
         every spelling), so a first real compile and its first masks pay only for their own work.
         """
@@ -250,7 +251,9 @@ class GrammarCompiler:
             encode_chars([(cp, cp)])
         schema = {"type": "object", "properties": {"a": {"type": "string", "format": "date"},
                                                    "b": {"type": "integer", "minimum": 0},
-                                                   "c": {"enum": ["x", 1]}}, "required": ["a"]}
+                                                   "c": {"enum": ["x", 1]}, "d": {"type": "array", "items": True},
+                                                   "e": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
+                  "required": ["a"]}
         for make in (lambda: Grammar.from_json_schema(schema), lambda: Grammar.from_regex(r"[a-z]+@x\.(com|org)"),
                      lambda: Grammar.from_ebnf('root ::= "a" [0-9]+ | "(" root ")"'),
                      lambda: Grammar.from_choices(["yes", "no"])):
