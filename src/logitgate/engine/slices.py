@@ -5,9 +5,9 @@ accepts almost every token, and walking the whole trie is the most expensive thi
 cost. Following llguidance's "slicer", the vocabulary is partitioned once per tokenizer into
 *slices*, family by family (:data:`DEFAULT_FAMILIES`): tokens made only of lowercase ASCII
 letters, then of ASCII letters and digits, then of identifier characters ``[A-Za-z0-9_]``, then
-of characters ``C`` a JSON string
-may hold unescaped (except DEL and U+2028/U+2029), each family bucketed by length
-(``C{1,10}``, ``C{11,30}``, ``C{31,}`` for JSON), plus the remainder. The slices' tries are laid
+a space and ASCII letters (``" name"``, after a keyword of a code grammar), then of characters
+``C`` a JSON string may hold unescaped (except DEL and U+2028/U+2029), each family bucketed by
+length (``C{1,10}``, ``C{11,30}``, ``C{31,}`` for JSON), plus the remainder. The slices' tries are laid
 end to end in one trie (:class:`SliceSet`). For a state whose language (within its rule frame)
 contains every string of a slice -- checked on the automata, exactly -- the slice's bitset is
 OR-ed in and its tokens are not walked; the other slices are walked as usual.
@@ -20,6 +20,8 @@ every ``C``-string of at most ``H`` characters survives, is the fewest complete 
 some byte dies (:func:`survival_depth`). ``C{lo,hi}`` is contained iff ``hi <= H``, ``C{31,}``
 iff nothing ever dies. A bounded string (``maxLength``) with ``r`` characters left has
 ``H = r``. Families nest, so a state that survives every JSON-string run survives every word.
+A prefixed family (`` C+``) counts the characters after its prefix; its searches prove nothing
+for the states they pass (from there on only ``C`` is read, not the prefix again).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..grammar.ir import Repeat, seq
+from ..grammar.ir import Repeat, lit, seq
 from ..grammar.utf8 import codepoint_ranges_expr
 from ..tokenizer.trie import TokenTrie
 from ._survival import INFINITE, LOWER_INF, dies_at_once, dying_covers, survival_search
@@ -45,6 +47,7 @@ DEFAULT_SLICE_BOUNDS: tuple[tuple[int, int | None], ...] = ((1, 10), (11, 30), (
 # line terminators U+2028/U+2029, which a regex ``.`` does not match: a pattern such as
 # ``^(.*)$`` would otherwise make every string state fail the slice check on them.
 _JSON_CHARS = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0x80, 0x2027), (0x202A, 0x10FFFF)]
+_ALPHA_CHARS = [(0x41, 0x5A), (0x61, 0x7A)]
 _ALNUM_CHARS = [(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)]
 _WORD_CHARS = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
 _LOWER_CHARS = [(0x61, 0x7A)]
@@ -52,26 +55,31 @@ _LOWER_CHARS = [(0x61, 0x7A)]
 
 @dataclass(frozen=True)
 class SliceFamily:
-    """Tokens made only of the characters ``chars`` (codepoint ranges), bucketed by length.
+    """Tokens made of ``prefix`` and then only the characters ``chars`` (codepoint ranges), bucketed
+    by how many of those characters they have.
 
-    Families are tried in order: a token joins the first one whose characters it is made of,
-    so a later family holds the tokens an earlier one (a subset of its characters) left."""
+    Families are tried in order: a token joins the first one it matches, so a later family holds
+    the tokens an earlier one (a subset of its characters) left."""
 
     name: str
     chars: tuple[tuple[int, int], ...]
     bounds: tuple[tuple[int, int | None], ...]
+    prefix: str = ""
 
     def pattern(self) -> re.Pattern:
-        return re.compile("[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in self.chars) + "]+")
+        body = "[" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in self.chars) + "]+"
+        return re.compile(re.escape(self.prefix) + body)
 
 
-#: lowercase ASCII words, letters and digits, identifier-like words, then JSON-string runs: a
-#: state inside a string takes all four whole, one inside an identifier or an email's local part
-#: the first three, one inside a hostname label (no "_") the first two
+#: lowercase ASCII words, letters and digits, identifier-like words, a space then ASCII letters
+#: (the most common shape of a BPE token), then JSON-string runs: a state inside a string takes all
+#: five whole, one inside an identifier or an email's local part the first three, one inside a
+#: hostname label (no "_") the first two, one after a keyword of a code grammar the fourth
 DEFAULT_FAMILIES: tuple[SliceFamily, ...] = (
     SliceFamily("lower", tuple(_LOWER_CHARS), ((1, 10), (11, None))),
     SliceFamily("alnum", tuple(_ALNUM_CHARS), ((1, 10), (11, None))),
     SliceFamily("word", tuple(_WORD_CHARS), ((1, 10), (11, None))),
+    SliceFamily("space-alpha", tuple(_ALPHA_CHARS), ((1, 10), (11, None)), prefix=" "),
     SliceFamily("json", tuple(_JSON_CHARS), DEFAULT_SLICE_BOUNDS),
 )
 
@@ -155,9 +163,11 @@ def _starting_classes(cover: DFA, rtn) -> np.ndarray:
     return np.unique(rtn.byte_class[first_bytes]).astype(np.int64)
 
 
-def _cover_dfa(chars) -> DFA:
-    """The automaton of ``C+`` for the codepoint ranges ``chars`` (final states end a character)."""
-    dfa = minimize(standalone_dfa(seq(Repeat(codepoint_ranges_expr(list(chars)), 1, None)), None, 10_000))
+def _cover_dfa(chars, prefix: str = "") -> DFA:
+    """The automaton of ``prefix C+`` for the codepoint ranges ``chars`` (final states end a
+    character of ``C``: the survival depth counts those)."""
+    body = Repeat(codepoint_ranges_expr(list(chars)), 1, None)
+    dfa = minimize(standalone_dfa(seq(lit(prefix), body), None, 10_000))
     assert dfa is not None, "a cover holds at least one character"
     return dfa  # minimal: the survival search visits pairs of its states
 
@@ -174,16 +184,18 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
             texts[i] = None
     parts: list[tuple[str, DFA | None, int | None, np.ndarray]] = []
     taken = np.zeros(len(token_bytes), dtype=bool)
-    cover_of = [_cover_dfa(fam.chars) for fam in families]
+    cover_of = [_cover_dfa(fam.chars, fam.prefix) for fam in families]
     covers = [(cover_of[k], max((hi for _, hi in fam.bounds if hi is not None), default=0),
-               tuple(cover_of[j] for j, f in enumerate(families) if j > k and _contains(f.chars, fam.chars)))
+               tuple(cover_of[j] for j, f in enumerate(families)
+                     if j > k and f.prefix == fam.prefix and _contains(f.chars, fam.chars)))
               for k, fam in enumerate(families)]
     for cover, fam in zip(cover_of, families):
         pattern = fam.pattern()
         members = [i for i in remaining.tolist() if not taken[i] and texts[i] is not None
                    and pattern.fullmatch(texts[i])]
+        skip = len(fam.prefix)
         for lo, hi in fam.bounds:
-            arr = np.array([i for i in members if lo <= len(texts[i]) and (hi is None or len(texts[i]) <= hi)],
+            arr = np.array([i for i in members if lo <= len(texts[i]) - skip and (hi is None or len(texts[i]) - skip <= hi)],
                            dtype=np.int32)
             taken[arr] = True
             parts.append((f"{fam.name}{lo}-{hi or ''}", cover, hi, arr))
@@ -270,7 +282,7 @@ def _survival_search(cover: DFA, state: int, rtn, limit: int, max_pairs: int) ->
     ce = rtn.__dict__["_cover_edges"][id(cover)]
     # twice as deep as asked: the bounds it leaves for the states ahead then reach the limit
     h = survival_search(state, 2 * limit, max_pairs, rtn.trans, rtn.num_classes, rtn.chain_ptr,
-                        rtn.chain_target, cover.start, *ce.arrays, cover.final.view(np.uint8), ce.lower)
+                        rtn.chain_target, cover.start, *ce.arrays, ce.boundary, ce.lower)
     return math.inf if h == INFINITE else float(h)
 
 
@@ -283,13 +295,18 @@ class _CoverEdges:
     arrays: tuple[np.ndarray, ...]
     first_classes: np.ndarray
     lower: np.ndarray  # int16 per grammar state: survival depth proved by searches so far (-1: none)
+    #: cover states where a search may prove depths for the grammar states it reached: character
+    #: boundaries from which every string of the cover can still be read (final states with the
+    #: start's transitions: all of them for ``C+``, none for a prefixed cover such as `` C+``)
+    boundary: np.ndarray
 
     @classmethod
     def of(cls, cover: DFA, rtn) -> _CoverEdges:
         arrays = _cover_edge_arrays(cover, rtn)
         ptr, _, _, cls_ptr, classes = arrays
+        boundary = cover.final & (cover.trans == cover.trans[cover.start]).all(axis=1)
         return cls(arrays, np.unique(classes[cls_ptr[ptr[cover.start]]:cls_ptr[ptr[cover.start + 1]]]),
-                   np.full(rtn.num_states, -1, dtype=np.int16))
+                   np.full(rtn.num_states, -1, dtype=np.int16), boundary.astype(np.uint8))
 
 
 def _cover_edge_arrays(cover: DFA, rtn) -> tuple[np.ndarray, ...]:
