@@ -196,6 +196,15 @@ CASES: list[tuple[str, str]] = [
     ("\\w+\\b$", "a -"),
     ("\\b[a-b]+\\b|x", "ab x"),
     ("(?s)a.b", "ab\n\u2028"),
+    # runs of plain characters (one syntax node): a quantifier after a run takes its last character
+    ("abc*d", "abcd"),
+    ("ab{2}c|abc", "abc"),
+    ("(foo|food|fo)+", "fod"),
+    ("x-y_z?", "xyz-_"),
+    ("\\bword\\b", "word -"),
+    ("a{b", "a{b"),
+    ("(?i)abC|xY", "abcxyABCXY"),
+    ("\u00e9t\u00e9|ab\u00e9", "\u00e9tab"),
 ]
 
 _EXTRA = "x\n\u00e9\U0001f600"

@@ -190,6 +190,13 @@ class _Set:
 
 
 @dataclass(frozen=True, slots=True)
+class _Lit:
+    """A run of plain characters (no case folding): one node instead of one set per character."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class _Cat:
     items: tuple[_Node, ...]
 
@@ -213,7 +220,11 @@ class _Assert:
     pos: int
 
 
-_Node = Union[_Set, _Cat, _Or, _Rep, _Assert]  # noqa: UP007
+_Node = Union[_Set, _Lit, _Cat, _Or, _Rep, _Assert]  # noqa: UP007
+
+#: characters with a meaning of their own outside a class ("{" and "}" included: a literal brace
+#: is left to the general path, which tells it from a counted repeat)
+_META = frozenset("\\^$.|?*+()[]{}")
 
 _BRACE = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
 _BRACE_NO_MIN = re.compile(r"\{,[0-9]*\}")
@@ -274,6 +285,10 @@ class _Parser:
     def sequence(self) -> _Node:
         items: list[_Node] = []
         while self.i < self.n and self.p[self.i] not in "|)":
+            run = None if self.ignorecase else self.literal_run()
+            if run is not None:
+                items.append(run)
+                continue
             atom = self.atom()
             if atom is None:
                 continue
@@ -283,6 +298,20 @@ class _Parser:
             else:
                 items.append(atom)
         return items[0] if len(items) == 1 else _Cat(tuple(items))
+
+    def literal_run(self) -> _Lit | None:
+        """Two or more plain characters at the cursor (a quantifier after them takes the last one
+        alone, so that one is left out), as one node; None if there are not two."""
+        p, j = self.p, self.i
+        while j < self.n and p[j] not in _META and p[j] < "\ud800":
+            j += 1
+        if j < self.n and p[j] in "*+?{":
+            j -= 1
+        if j - self.i < 2:
+            return None
+        text = p[self.i:j]
+        self.i = j
+        return _Lit(text)
 
     def quantifier_at(self) -> tuple[int, int | None, int] | None:
         """``(min, max, end)`` of a quantifier starting at the cursor, if there is one."""
@@ -639,14 +668,23 @@ def _nullable(e: Expr) -> bool:
     )
 
 
+def _is_nothing(x: Expr) -> bool:
+    """``x == NOTHING``, without a dataclass comparison (this runs per character)."""
+    return x is NOTHING or (type(x) is Alt and not x.items)
+
+
+def _is_empty(x: Expr) -> bool:
+    return x is EMPTY or (type(x) is Bytes and not x.value)
+
+
 def _seq(*items: Expr) -> Expr:
     out: list[Expr] = []
     for x in items:
-        if x == NOTHING:
+        if _is_nothing(x):
             return NOTHING
-        if x == EMPTY:
+        if _is_empty(x):
             continue
-        out.extend(x.items if isinstance(x, Seq) else (x,))
+        out.extend(x.items if type(x) is Seq else (x,))  # type: ignore[attr-defined]
     return EMPTY if not out else out[0] if len(out) == 1 else Seq(tuple(out))
 
 
@@ -654,22 +692,22 @@ def _alt(items: Iterable[Expr]) -> Expr:
     out: list[Expr] = []
     seen: set[Expr] = set()
     for x in items:
-        if x != NOTHING and x not in seen:
+        if not _is_nothing(x) and x not in seen:
             seen.add(x)
             out.append(x)
     return NOTHING if not out else out[0] if len(out) == 1 else Alt(tuple(out))
 
 
 def _rep(x: Expr, lo: int, hi: int | None) -> Expr:
-    if x == NOTHING:
+    if _is_nothing(x):
         return EMPTY if lo == 0 else NOTHING
-    if hi == 0 or x == EMPTY:
+    if hi == 0 or _is_empty(x):
         return EMPTY
     return x if lo == hi == 1 else Repeat(x, lo, hi)
 
 
 def _plain(x: _Classes) -> bool:
-    return x[1] == NOTHING and x[2] == NOTHING and x[3] == NOTHING
+    return _is_nothing(x[1]) and _is_nothing(x[2]) and _is_nothing(x[3])
 
 
 _EPS: _Classes = (EMPTY, NOTHING, NOTHING, NOTHING)
@@ -680,11 +718,11 @@ def _concat(a: _Classes, b: _Classes) -> _Classes:
         return (_seq(a[0], b[0]), NOTHING, NOTHING, NOTHING)
     out: list[list[Expr]] = [[], [], [], []]
     for ia, xa in enumerate(a):
-        if xa == NOTHING:
+        if _is_nothing(xa):
             continue
         sa, ea = ia >> 1, ia & 1
         for ib, xb in enumerate(b):
-            if xb == NOTHING:
+            if _is_nothing(xb):
                 continue
             sb, eb = ib >> 1, ib & 1
             idx = ((sa | sb) << 1) | (ea | eb)
@@ -704,6 +742,9 @@ def _concat(a: _Classes, b: _Classes) -> _Classes:
 
 def _is_word_edge(node: _Node, first: bool) -> bool:
     """Whether every match of ``node`` begins (``first``) or ends with a word character."""
+    if isinstance(node, _Lit):
+        cp = ord(node.text[0 if first else -1])
+        return any(lo <= cp <= hi for lo, hi in _WORD)
     if isinstance(node, _Set):
         return bool(node.ranges) and all(
             any(wlo <= lo and hi <= whi for wlo, whi in _WORD) for lo, hi in node.ranges
@@ -732,6 +773,11 @@ class _Translator:
     def tr(self, node: _Node) -> _Classes:
         if isinstance(node, _Set):
             return (self.chars(node.ranges), NOTHING, NOTHING, NOTHING)
+        if isinstance(node, _Lit):
+            parts = [self.chars(((ord(c), ord(c)),)) for c in node.text]
+            if all(type(x) is Bytes for x in parts):  # one literal (plain UTF-8, the usual case)
+                return (Bytes(b"".join(x.value for x in parts)), NOTHING, NOTHING, NOTHING)  # type: ignore[attr-defined]
+            return (_seq(*parts), NOTHING, NOTHING, NOTHING)
         if isinstance(node, _Assert):
             if node.kind == "start":
                 return (NOTHING, NOTHING, EMPTY, NOTHING)
