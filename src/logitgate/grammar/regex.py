@@ -774,6 +774,8 @@ class _Translator:
         if isinstance(node, _Set):
             return (self.chars(node.ranges), NOTHING, NOTHING, NOTHING)
         if isinstance(node, _Lit):
+            if self.encode is codepoint_ranges_expr:  # plain UTF-8: the text's own bytes
+                return (Bytes(node.text.encode("utf-8")), NOTHING, NOTHING, NOTHING)
             parts = [self.chars(((ord(c), ord(c)),)) for c in node.text]
             if all(type(x) is Bytes for x in parts):  # one literal (plain UTF-8, the usual case)
                 return (Bytes(b"".join(x.value for x in parts)), NOTHING, NOTHING, NOTHING)  # type: ignore[attr-defined]
@@ -787,6 +789,8 @@ class _Translator:
             raise _unsupported(what if node.kind == "wordb" else "\\B", self.pattern, node.pos)
         if isinstance(node, _Or):
             parts = [self.tr(x) for x in node.items]
+            if all(_plain(p) for p in parts):  # no anchors inside (the usual case)
+                return (_alt(p[0] for p in parts), NOTHING, NOTHING, NOTHING)
             return tuple(_alt(p[k] for p in parts) for k in range(4))  # type: ignore[return-value]
         if isinstance(node, _Cat):
             acc: _Classes = _EPS
@@ -854,7 +858,7 @@ class _Translator:
             if k >= 1 and _is_wordb(items[k]) and _is_word_edge(items[k - 1], first=False):
                 del items[k]
                 trail = True
-            groups.setdefault((lead, trail), []).append(self.tr(_Cat(tuple(items))))
+            groups.setdefault((lead, trail), []).append(self.tr(items[0] if len(items) == 1 else _Cat(tuple(items))))
         results: list[Expr] = []
         if not search:
             for parts in groups.values():
