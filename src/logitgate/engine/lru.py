@@ -25,7 +25,9 @@ class LRU(Generic[V]):
         self.size = int(size)
         self.max_bytes = max_bytes
         self._weight = weight
-        self._items: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
+        # value, weight and the key itself: a hit moves the entry by its own key object, which
+        # compares by identity (keys can be large structures whose equality is a deep comparison)
+        self._items: OrderedDict[Hashable, tuple[V, int, Hashable]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -34,7 +36,7 @@ class LRU(Generic[V]):
             hit = self._items.get(key)
             if hit is None:
                 return None
-            self._items.move_to_end(key)
+            self._items.move_to_end(hit[2])
             return hit[0]
 
     def put(self, key: Hashable, value: V) -> None:
@@ -43,11 +45,11 @@ class LRU(Generic[V]):
             old = self._items.pop(key, None)
             if old is not None:
                 self._bytes -= old[1]
-            self._items[key] = (value, w)
+            self._items[key] = (value, w, key)
             self._bytes += w
             while len(self._items) > self.size or (
                     self.max_bytes is not None and self._bytes > self.max_bytes and len(self._items) > 1):
-                _, (_, ew) = self._items.popitem(last=False)
+                _, (_, ew, _) = self._items.popitem(last=False)
                 self._bytes -= ew
 
     @property
