@@ -6,8 +6,9 @@ cost. Following llguidance's "slicer", the vocabulary is partitioned once per to
 *slices*, family by family (:data:`DEFAULT_FAMILIES`): tokens made only of lowercase ASCII
 letters, then of ASCII letters and digits, then of identifier characters ``[A-Za-z0-9_]``, then
 a space and ASCII letters (``" name"``, after a keyword of a code grammar), then of characters
-``C`` a JSON string may hold unescaped (except DEL and U+2028/U+2029), each family bucketed by
-length (``C{1,10}``, ``C{11,30}``, ``C{31,}`` for JSON), plus the remainder. The slices' tries are laid
+``C`` a JSON string may hold unescaped (except DEL and U+2028/U+2029) but the apostrophe (the
+body of a single-quoted string), then of all of those, each family bucketed by length
+(``C{1,10}``, ``C{11,30}``, ``C{31,}`` for text), plus the remainder. The slices' tries are laid
 end to end in one trie (:class:`SliceSet`). For a state whose language (within its rule frame)
 contains every string of a slice -- checked on the automata, exactly -- the slice's bitset is
 OR-ed in and its tokens are not walked; the other slices are walked as usual.
@@ -47,6 +48,8 @@ DEFAULT_SLICE_BOUNDS: tuple[tuple[int, int | None], ...] = ((1, 10), (11, 30), (
 # line terminators U+2028/U+2029, which a regex ``.`` does not match: a pattern such as
 # ``^(.*)$`` would otherwise make every string state fail the slice check on them.
 _JSON_CHARS = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0x80, 0x2027), (0x202A, 0x10FFFF)]
+#: the same without the apostrophe: the body of a single-quoted string (SQL, Python, JavaScript)
+_TEXT_CHARS = [(0x20, 0x21), (0x23, 0x26), (0x28, 0x5B), (0x5D, 0x7E), (0x80, 0x2027), (0x202A, 0x10FFFF)]
 _ALPHA_CHARS = [(0x41, 0x5A), (0x61, 0x7A)]
 _ALNUM_CHARS = [(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)]
 _WORD_CHARS = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
@@ -72,14 +75,17 @@ class SliceFamily:
 
 
 #: lowercase ASCII words, letters and digits, identifier-like words, a space then ASCII letters
-#: (the most common shape of a BPE token), then JSON-string runs: a state inside a string takes all
-#: five whole, one inside an identifier or an email's local part the first three, one inside a
-#: hostname label (no "_") the first two, one after a keyword of a code grammar the fourth
+#: (the most common shape of a BPE token), runs of text without an apostrophe, then JSON-string
+#: runs: a state inside a JSON string takes all six whole, one inside a single-quoted string (SQL,
+#: Python) all but the last, one inside an identifier or an email's local part the first three,
+#: one inside a hostname label (no "_") the first two, one after a keyword of a code grammar the
+#: fourth
 DEFAULT_FAMILIES: tuple[SliceFamily, ...] = (
     SliceFamily("lower", tuple(_LOWER_CHARS), ((1, 10), (11, None))),
     SliceFamily("alnum", tuple(_ALNUM_CHARS), ((1, 10), (11, None))),
     SliceFamily("word", tuple(_WORD_CHARS), ((1, 10), (11, None))),
     SliceFamily("space-alpha", tuple(_ALPHA_CHARS), ((1, 10), (11, None)), prefix=" "),
+    SliceFamily("text", tuple(_TEXT_CHARS), DEFAULT_SLICE_BOUNDS),
     SliceFamily("json", tuple(_JSON_CHARS), DEFAULT_SLICE_BOUNDS),
 )
 
