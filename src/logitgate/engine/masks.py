@@ -137,17 +137,6 @@ def _count_and_list(row, ids):
 
 
 @njit(nogil=True, cache=True)
-def _popcount_row(row):
-    n = 0
-    for w in range(row.shape[0]):
-        x = np.uint32(row[w])
-        while x:
-            x &= x - np.uint32(1)
-            n += 1
-    return n
-
-
-@njit(nogil=True, cache=True)
 def _rejected_ids(row, trie_ids, limit):
     """Ids of trie tokens (non-special real tokens) whose bit is clear."""
     out = np.empty(limit, dtype=np.int32)
@@ -279,9 +268,8 @@ def warm_kernels(num_words: int, trie_ids: np.ndarray) -> None:
         for overwrite in (True, False):
             _write_set(row, kind, row if kind == TokenSetKind.BITSET else ids, overwrite, base)
     row[:] = 0
-    _popcount_row(row)
     _count_and_list(row, np.empty(1, dtype=np.int32))
-    _row_to_ids(row, 0)  # the limit is the popcount: 0 bits set
+    _row_to_ids(row, 0)  # the limit is the count: 0 bits set
     _rejected_ids(row, ids, ids.shape[0])
 
 

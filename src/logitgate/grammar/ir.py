@@ -22,8 +22,8 @@ Expression nodes (all immutable, hashable, compared structurally):
 
 ``Grammar`` normalizes its rules on construction (flattening, merging adjacent
 literals, unwrapping singletons), so two grammars that differ only in such
-bracketing compare equal, and ``Grammar.from_ebnf(g.to_ebnf()) == g`` (for grammars without ``Special`` nodes, which print
-as their expansion).
+bracketing compare equal, and ``Grammar.from_ebnf(g.to_ebnf()) == g`` (for grammars
+without ``Special`` nodes, which print as their expansion).
 
 Example::
 
@@ -60,6 +60,8 @@ __all__ = [
     "Ref",
     "Repeat",
     "Seq",
+    "Special",
+    "SpecialKind",
     "alt",
     "and_",
     "byteset",
