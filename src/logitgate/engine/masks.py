@@ -24,7 +24,7 @@ from numba import njit
 
 from ..errors import LimitExceededError
 from . import _walk as _walk_mod
-from .slices import SliceSet, slice_contained
+from .slices import SliceSet
 
 __all__ = ["MaskStore", "StateMask", "TokenSetKind", "WalkScratch", "compute_state_mask", "resolve_context",
            "warm_kernels"]
@@ -189,18 +189,12 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_ids: np.ndarray, 
     """
     row = scratch.row
     row[:] = 0
-    depths = slices.survival_depths(state, rtn)
-    starts, ends = [], []
-    for sl in slices:
-        if sl.cover is not None and slice_contained(sl, depths[id(sl.cover)]):
-            row |= sl.bitset
-        elif sl.end > sl.first:
-            starts.append(sl.first)
-            ends.append(sl.end)
+    bitsets, starts, ends = slices.walk_plan(state, rtn)
+    for bits in bitsets:
+        row |= bits
     exits = _NO_EXITS
-    if starts:
-        exits = _walk(state, _walk_mod.EXIT, np.array(starts, dtype=np.int32), np.array(ends, dtype=np.int32),
-                      rtn, slices.trie, _NO_FRAMES, row, scratch, keep_exits=True)
+    if starts.shape[0]:
+        exits = _walk(state, _walk_mod.EXIT, starts, ends, rtn, slices.trie, _NO_FRAMES, row, scratch, keep_exits=True)
     words = row.shape[0]
     ids = scratch.ids
     count = int(_count_and_list(row, ids))

@@ -139,11 +139,39 @@ class SliceSet:
         deciding its bounded slices; at worst a small unbounded slice is walked instead of taken).
         Covers whose first characters die at once are found in one call (most states are narrow).
         """
+        return self._depths(state, rtn, self._dying(state, rtn))
+
+    def walk_plan(self, state: int, rtn) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+        """``(bitsets, starts, ends)``: the bitsets of the slices ``state`` accepts whole, and the
+        trie ranges of the others (to walk)."""
+        dying = self._dying(state, rtn)
+        if dying == (1 << len(self.covers)) - 1:  # no slice is taken whole: walk them all
+            ranges = self.__dict__.get("_all_ranges")
+            if ranges is None:
+                walked = [sl for sl in self.slices if sl.end > sl.first]
+                ranges = self.__dict__["_all_ranges"] = (np.array([sl.first for sl in walked], dtype=np.int32),
+                                                         np.array([sl.end for sl in walked], dtype=np.int32))
+            return [], *ranges
+        depths = self._depths(state, rtn, dying)
+        bitsets: list[np.ndarray] = []
+        starts, ends = [], []
+        for sl in self.slices:
+            if sl.cover is not None and slice_contained(sl, depths[id(sl.cover)]):
+                bitsets.append(sl.bitset)
+            elif sl.end > sl.first:
+                starts.append(sl.first)
+                ends.append(sl.end)
+        return bitsets, np.array(starts, dtype=np.int32), np.array(ends, dtype=np.int32)
+
+    def _dying(self, state: int, rtn) -> int:
+        """Bit ``k``: cover ``k``'s first characters die at once from ``state``."""
         first = _cached(rtn, "_cover_first", dict)
         arrays = first.get(id(self))
         if arrays is None:
             arrays = first[id(self)] = _first_classes(self.covers, rtn)
-        dying = dying_covers(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, *arrays)
+        return int(dying_covers(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, *arrays))
+
+    def _depths(self, state: int, rtn, dying: int) -> dict[int, float]:
         depths: dict[int, float] = {}
         for k, (cover, limit, wider) in enumerate(self.covers):
             if dying >> k & 1:  # a character starting this cover's strings dies at once
