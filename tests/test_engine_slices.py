@@ -113,6 +113,32 @@ def test_unbounded_string_survives_everything(compiler):
     assert survival_depth(cover, state, cg.rtn, limit=30) == math.inf
 
 
+def _cover_edges_by_numpy(cover, rtn):
+    """The search input of a cover, written with numpy (the kernel's oracle)."""
+    touch = np.zeros((cover.num_classes, rtn.num_classes), dtype=bool)
+    touch[cover.byte_class, rtn.byte_class] = True
+    q, cc = np.nonzero(cover.trans >= 0)  # row-major: edges grouped by state
+    to = cover.trans[q, cc]
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(q, minlength=cover.num_states))])
+    edge, cls = np.nonzero(touch[cc])
+    cls_ptr = np.concatenate([[0], np.cumsum(np.bincount(edge, minlength=to.shape[0]))])
+    first = np.unique(cls[cls_ptr[ptr[cover.start]]:cls_ptr[ptr[cover.start + 1]]])
+    boundary = cover.final & (cover.trans == cover.trans[cover.start]).all(axis=1)
+    return [ptr, to, cover.final[to], cls_ptr, cls, first, boundary]
+
+
+def test_cover_edges_kernel_matches_numpy(compiler):
+    from logitgate.engine.slices import _CoverEdges
+
+    for schema in SCHEMAS:
+        rtn = compiler.compile_json_schema(schema).rtn
+        for cover, _, _ in compiler.compile_json_schema(schema)._runtime.slices.covers:
+            ce = _CoverEdges.of(cover, rtn)
+            got = [*ce.arrays, ce.first_classes, ce.boundary]
+            for a, b in zip(got, _cover_edges_by_numpy(cover, rtn), strict=True):
+                assert a.tolist() == b.astype(np.int64).tolist(), schema
+
+
 def test_dying_covers_agrees_with_one_check_per_cover(compiler):
     from logitgate.engine._survival import dies_at_once, dying_covers
     from logitgate.engine.slices import _CoverEdges, _first_classes

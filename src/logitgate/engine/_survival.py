@@ -59,6 +59,73 @@ def dies_at_once(state, trans, ncls, chain_ptr, first_classes):
 
 
 @njit(nogil=True, cache=True)
+def cover_edges(c_byte_class, c_trans, c_final, c_start, g_byte_class, g_ncls):
+    """A cover automaton's edges in one grammar's byte classes: ``(edge_ptr, edge_to, edge_final,
+    edge_cls_ptr, edge_cls, first_classes, boundary)``. Edges are one per cover state and cover
+    class with a target, grouped by state; each lists the grammar classes its bytes touch (sorted);
+    ``first_classes`` are those of the start's edges (sorted, distinct); ``boundary`` marks the
+    final states with the start's transitions (see :func:`survival_search`)."""
+    nq, kc = c_trans.shape
+    touch = np.zeros((kc, g_ncls), dtype=np.uint8)
+    for b in range(256):
+        touch[c_byte_class[b], g_byte_class[b]] = 1
+    n_touch = np.zeros(kc, dtype=np.int64)
+    for c in range(kc):
+        for g in range(g_ncls):
+            n_touch[c] += touch[c, g]
+    ne = 0
+    nc = 0
+    for q in range(nq):
+        for c in range(kc):
+            if c_trans[q, c] >= 0:
+                ne += 1
+                nc += n_touch[c]
+    edge_ptr = np.zeros(nq + 1, dtype=np.int64)
+    edge_to = np.empty(ne, dtype=np.int64)
+    edge_final = np.empty(ne, dtype=np.int64)
+    edge_cls_ptr = np.zeros(ne + 1, dtype=np.int64)
+    edge_cls = np.empty(nc, dtype=np.int64)
+    e = 0
+    k = 0
+    for q in range(nq):
+        for c in range(kc):
+            t = c_trans[q, c]
+            if t < 0:
+                continue
+            edge_to[e] = t
+            edge_final[e] = c_final[t]
+            for g in range(g_ncls):
+                if touch[c, g]:
+                    edge_cls[k] = g
+                    k += 1
+            e += 1
+            edge_cls_ptr[e] = k
+        edge_ptr[q + 1] = e
+    starts = np.zeros(g_ncls, dtype=np.uint8)
+    for j in range(edge_cls_ptr[edge_ptr[c_start]], edge_cls_ptr[edge_ptr[c_start + 1]]):
+        starts[edge_cls[j]] = 1
+    nf = 0
+    for g in range(g_ncls):
+        nf += starts[g]
+    first = np.empty(nf, dtype=np.int64)
+    nf = 0
+    for g in range(g_ncls):
+        if starts[g]:
+            first[nf] = g
+            nf += 1
+    boundary = np.zeros(nq, dtype=np.uint8)
+    for q in range(nq):
+        if c_final[q]:
+            same = True
+            for c in range(kc):
+                if c_trans[q, c] != c_trans[c_start, c]:
+                    same = False
+                    break
+            boundary[q] = 1 if same else 0
+    return edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary
+
+
+@njit(nogil=True, cache=True)
 def dying_covers(state, trans, ncls, chain_ptr, first_classes, first_ptr):
     """Bit ``k`` set when :func:`dies_at_once` holds for cover ``k`` (its first classes are
     ``first_classes[first_ptr[k]:first_ptr[k + 1]]``): every cover in one call."""

@@ -36,7 +36,7 @@ import numpy as np
 from ..grammar.ir import Repeat, lit, seq
 from ..grammar.utf8 import codepoint_ranges_expr
 from ..tokenizer.trie import TokenTrie
-from ._survival import INFINITE, LOWER_INF, dies_at_once, dying_covers, survival_search
+from ._survival import INFINITE, LOWER_INF, cover_edges, dies_at_once, dying_covers, survival_search
 from .automata import DFA, minimize, standalone_dfa
 
 __all__ = ["DEFAULT_SLICE_BOUNDS", "Slice", "SliceSet", "build_slices", "slice_contained", "survival_depth"]
@@ -182,19 +182,22 @@ class SliceSet:
         return depths
 
 
+def _cover_edges_of(cover: DFA, rtn) -> _CoverEdges:
+    """The search input of ``cover`` in ``rtn``'s byte classes (made once per grammar and cover)."""
+    edges = _cached(rtn, "_cover_edges", dict)
+    ce = edges.get(id(cover))
+    if ce is None:
+        ce = edges[id(cover)] = _CoverEdges.of(cover, rtn)
+    return ce
+
+
 def _first_classes(covers, rtn) -> tuple[np.ndarray, np.ndarray]:
     """Per cover, the grammar's byte classes a first character can start with (concatenated, with
     offsets): the input of :func:`dying_covers`."""
-    parts = [_starting_classes(cover, rtn) for cover, _, _ in covers]
+    parts = [_cover_edges_of(cover, rtn).first_classes for cover, _, _ in covers]
     ptr = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([p.shape[0] for p in parts], out=ptr[1:])
     return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)), ptr
-
-
-def _starting_classes(cover: DFA, rtn) -> np.ndarray:
-    """The grammar byte classes of the bytes ``cover`` can start with."""
-    first_bytes = np.flatnonzero(cover.trans[cover.start][cover.byte_class] >= 0)
-    return np.unique(rtn.byte_class[first_bytes]).astype(np.int64)
 
 
 def _cover_dfa(chars, prefix: str = "") -> DFA:
@@ -281,10 +284,7 @@ def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 102
     also proves a depth for every state it reaches alone after ``d`` characters (``H - d``) and
     runs to twice the limit, so along a bounded string one search serves the next states too.
     """
-    edges = _cached(rtn, "_cover_edges", dict)
-    ce = edges.get(id(cover))
-    if ce is None:
-        ce = edges[id(cover)] = _CoverEdges.of(cover, rtn)
+    ce = _cover_edges_of(cover, rtn)
     if dies_at_once(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, ce.first_classes):
         return 0.0
     known = int(ce.lower[state])  # proved by an earlier search that reached this state
@@ -336,26 +336,9 @@ class _CoverEdges:
 
     @classmethod
     def of(cls, cover: DFA, rtn) -> _CoverEdges:
-        arrays = _cover_edge_arrays(cover, rtn)
-        ptr, _, _, cls_ptr, classes = arrays
-        boundary = cover.final & (cover.trans == cover.trans[cover.start]).all(axis=1)
-        return cls(arrays, np.unique(classes[cls_ptr[ptr[cover.start]]:cls_ptr[ptr[cover.start + 1]]]),
-                   np.full(rtn.num_states, -1, dtype=np.int16), boundary.astype(np.uint8))
-
-
-def _cover_edge_arrays(cover: DFA, rtn) -> tuple[np.ndarray, ...]:
-    """``cover``'s edges (one per state and cover class) as flat arrays, each with the grammar byte
-    classes its bytes touch."""
-    touch = np.zeros((cover.num_classes, rtn.num_classes), dtype=bool)
-    touch[cover.byte_class, rtn.byte_class] = True
-    q, cc = np.nonzero(cover.trans >= 0)  # row-major: edges grouped by state
-    to = cover.trans[q, cc].astype(np.int64)
-    ptr = np.zeros(cover.num_states + 1, dtype=np.int64)
-    np.cumsum(np.bincount(q, minlength=cover.num_states), out=ptr[1:])
-    edge, cls = np.nonzero(touch[cc])
-    cls_ptr = np.zeros(to.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(edge, minlength=to.shape[0]), out=cls_ptr[1:])
-    return ptr, to, cover.final[to].astype(np.int64), cls_ptr, cls.astype(np.int64)
+        *arrays, first, boundary = cover_edges(cover.byte_class, cover.trans, cover.final.view(np.uint8),
+                                               cover.start, rtn.byte_class, rtn.num_classes)
+        return cls(tuple(arrays), first, np.full(rtn.num_states, -1, dtype=np.int16), boundary)
 
 
 def _cached(obj, name: str, make, cap: int | None = None):
