@@ -777,7 +777,7 @@ class _Translator:
             if self.encode is codepoint_ranges_expr:  # plain UTF-8: the text's own bytes
                 return (Bytes(node.text.encode("utf-8")), NOTHING, NOTHING, NOTHING)
             parts = [self.chars(((ord(c), ord(c)),)) for c in node.text]
-            if all(type(x) is Bytes for x in parts):  # one literal (plain UTF-8, the usual case)
+            if all(type(x) is Bytes for x in parts):  # each character spelled one way: one literal
                 return (Bytes(b"".join(x.value for x in parts)), NOTHING, NOTHING, NOTHING)  # type: ignore[attr-defined]
             return (_seq(*parts), NOTHING, NOTHING, NOTHING)
         if isinstance(node, _Assert):
