@@ -131,11 +131,11 @@ def test_cover_edges_kernel_matches_numpy(compiler):
     from logitgate.engine.slices import _CoverEdges
 
     for schema in SCHEMAS:
-        rtn = compiler.compile_json_schema(schema).rtn
-        for cover, _, _ in compiler.compile_json_schema(schema)._runtime.slices.covers:
-            ce = _CoverEdges.of(cover, rtn)
+        cg = compiler.compile_json_schema(schema)
+        for cover, _, _ in cg._runtime.slices.covers:
+            ce = _CoverEdges.of(cover, cg.rtn)
             got = [*ce.arrays, ce.first_classes, ce.boundary]
-            for a, b in zip(got, _cover_edges_by_numpy(cover, rtn), strict=True):
+            for a, b in zip(got, _cover_edges_by_numpy(cover, cg.rtn), strict=True):
                 assert a.tolist() == b.astype(np.int64).tolist(), schema
 
 

@@ -313,7 +313,7 @@ def _survival_search(cover: DFA, state: int, rtn, limit: int, max_pairs: int) ->
         for t in dict.fromkeys(rtn.chain_target[lo:hi].tolist()):
             if t != state and survival_depth(cover, t, rtn, limit, max_pairs) == math.inf:
                 return math.inf
-    ce = rtn.__dict__["_cover_edges"][id(cover)]
+    ce = _cover_edges_of(cover, rtn)
     # twice as deep as asked: the bounds it leaves for the states ahead then reach the limit
     h = survival_search(state, 2 * limit, max_pairs, rtn.trans, rtn.num_classes, rtn.chain_ptr,
                         rtn.chain_target, cover.start, *ce.arrays, ce.boundary, ce.lower)

@@ -145,19 +145,18 @@ def _build(keys, key_ptr, sp_ptr, sp_data, ch_sp_ptr, cls_of_byte, s_row, s_fina
     return trans, final, n
 
 
-_STRINGS: dict[int, tuple] = {}
+_STRINGS: list[tuple] = []  # the string automaton's arrays, once made
 
 
 def _string_automaton(dfa_of: Callable[[Expr], Any]) -> tuple:
     """The string automaton's arrays (its byte classes, table, finality, start), made once."""
-    hit = _STRINGS.get(0)
-    if hit is None:
+    if not _STRINGS:
         s = dfa_of(any_string_content())
         if np.flatnonzero(s.final).tolist() != [s.start]:  # pragma: no cover - by construction
             raise AssertionError("the string automaton must accept at character boundaries only")
-        hit = _STRINGS[0] = (np.asarray(s.byte_class, dtype=np.int64), np.ascontiguousarray(s.trans, dtype=np.int32),
-                             s.final.astype(np.uint8), int(s.start))
-    return hit
+        _STRINGS.append((np.asarray(s.byte_class, dtype=np.int64), np.ascontiguousarray(s.trans, dtype=np.int32),
+                         s.final.astype(np.uint8), int(s.start)))
+    return _STRINGS[0]
 
 
 def build_except_automaton(names: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -> tuple:
