@@ -139,6 +139,9 @@ def _regular(depth: int) -> st.SearchStrategy[Expr]:
                 lambda t: t[2] is None or t[2] >= t[1]).map(lambda t: repeat(t[0], t[1], t[2])),
             st.lists(children, min_size=2, max_size=2).map(lambda xs: and_(*xs)),
             children.map(not_),
+            # separated lists X (S X)* and X X*, which the program builds with one copy of X
+            st.tuples(children, children).map(lambda t: seq(t[0], repeat(seq(t[1], t[0])))),
+            children.map(lambda x: seq(lit("a"), x, repeat(x))),
         )
 
     return st.recursive(leaves, extend, max_leaves=depth)
@@ -160,6 +163,32 @@ def test_program_dfa_accepts_exactly_the_expression(e: Expr) -> None:
             assert not want
             continue
         assert {w for w in strings(alphabet, n) if d.accepts(w)} == want
+
+
+def test_separated_lists_and_plus_are_built_with_one_copy() -> None:
+    """``X (S X)*`` and ``X+`` put one copy of ``X`` into the NFA (a second copy is states the
+    subset construction would double and minimization merge again); the language is unchanged."""
+    x = seq(lit("k"), repeat(byteset((97, 99)), 0, 12), lit("v"))  # ~15 NFA states
+    cases = {
+        "sep": (seq(x, repeat(seq(lit(","), x))), lambda w: all(_is_x(p) for p in w.split(b","))),
+        "plus": (repeat(x, 1, None), lambda w: w.startswith(b"k") and all(_is_x(b"k" + p) for p in w.split(b"k")[1:])),
+        "flattened": (seq(lit("["), x, repeat(seq(lit(","), x)), lit("]")),
+                      lambda w: w[:1] == b"[" and w[-1:] == b"]" and all(_is_x(p) for p in w[1:-1].split(b","))),
+    }
+    one = Program(None)
+    one.emit(x)
+    x_states = one.determinize(10_000, 10_000)[1]
+    for name, (e, oracle) in cases.items():
+        prog = Program(None)
+        prog.emit(e)
+        dfa, nfa_states = prog.determinize(10_000, 10_000)
+        assert nfa_states < 2 * x_states, name
+        for w in strings(b"kav,[]", 6):
+            assert dfa.accepts(w) == oracle(w), (name, w)
+
+
+def _is_x(w: bytes) -> bool:
+    return len(w) >= 2 and w[:1] == b"k" and w[-1:] == b"v" and len(w) <= 14 and all(c in b"abc" for c in w[1:-1])
 
 
 def test_program_limits_raise_instead_of_growing() -> None:

@@ -63,6 +63,41 @@ def _map_rows(trans, rows, to):
 
 
 @njit(nogil=True, cache=True)
+def reaches_final(trans, final, call_src, call_rule, call_dst, rule_ok, start):
+    """Does some path from ``start`` reach a final state, over byte edges and the call edges
+    (sorted by source) whose callee ``r`` has ``rule_ok[r]``?"""
+    n, k = trans.shape
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for e in range(call_src.shape[0]):
+        ptr[call_src[e] + 1] += 1
+    for s in range(n):
+        ptr[s + 1] += ptr[s]
+    seen = np.zeros(n, dtype=np.uint8)
+    stack = np.empty(n, dtype=np.int64)
+    stack[0] = start
+    seen[start] = 1
+    top = 1
+    while top > 0:
+        top -= 1
+        s = stack[top]
+        if final[s]:
+            return True
+        for c in range(k):
+            t = trans[s, c]
+            if t >= 0 and not seen[t]:
+                seen[t] = 1
+                stack[top] = t
+                top += 1
+        for e in range(ptr[s], ptr[s + 1]):
+            t = call_dst[e]
+            if rule_ok[call_rule[e]] and not seen[t]:
+                seen[t] = 1
+                stack[top] = t
+                top += 1
+    return False
+
+
+@njit(nogil=True, cache=True)
 def trim_order(trans, final, call_ptr, call_dst, start):
     """States that can reach a final state and are reachable from ``start`` through such states.
 

@@ -16,9 +16,15 @@ EMPTY                         the empty string
 SEQ        n                  concatenation of the top ``n`` fragments
 ALT        n                  alternation of the top ``n`` fragments (``n = 0``: nothing)
 REP        min, max           the top fragment ``min``..``max`` times (``max = -1``: unbounded)
+SEPREP                        ``X (S X)*`` of the top two fragments ``X`` (below) and ``S``
 CALL       rule, nullable     a call edge (plus an epsilon skip when ``nullable``)
 EMBED      index              a call-free DFA given in the ``emb_*`` arrays
 =========  =================  ==========================================================
+
+An unbounded repetition loops back into its last copy (``X+`` is one copy of ``X``, not ``X X*``)
+and SEPREP into its one copy of ``X``: a copy is NFA states the subset construction turns into
+DFA states that minimization then merges again (``label ("." label)*`` of a hostname, ``value
+("," value)*`` of a JSON array).
 
 DFA states are sets of *important* NFA states (those with byte or call edges, and the end
 state), interned in an open-addressing hash table.
@@ -31,7 +37,7 @@ from numba import njit
 
 from ._automata_kernels import csr, grow, same_run
 
-OP_LIT, OP_SET, OP_EMPTY, OP_SEQ, OP_ALT, OP_REP, OP_CALL, OP_EMBED = range(8)
+OP_LIT, OP_SET, OP_EMPTY, OP_SEQ, OP_ALT, OP_REP, OP_CALL, OP_EMBED, OP_SEPREP = range(9)
 
 #: status codes of :func:`build_dfa`
 OK, NFA_LIMIT, DFA_LIMIT = 0, 1, 2
@@ -141,7 +147,7 @@ def _sizes(prog, emb_info, emb_trans, emb_final, limit):
         elif op == OP_REP:
             mn, mx = prog[pc + 1], prog[pc + 2]
             pc += 3
-            copies = mn + 1 if mx < 0 else max(mx, 1)
+            copies = max(mn, 1) if mx < 0 else max(mx, 1)
             it = sp - 1
             if st[it, 0] * copies > limit:
                 st[it, 0] = limit + 1
@@ -149,7 +155,17 @@ def _sizes(prog, emb_info, emb_trans, emb_final, limit):
             for c in range(4):
                 st[it, c] *= copies
             st[it, 0] += 2
-            st[it, 1] += mn + (3 if mx < 0 else 2 * (mx - mn) + 1)
+            if mx >= 0:
+                st[it, 1] += mn + 2 * (mx - mn) + 1
+            else:
+                st[it, 1] += 3 if mn == 0 else mn + 2
+        elif op == OP_SEPREP:
+            pc += 1
+            for c in range(4):
+                st[sp - 2, c] += st[sp - 1, c]
+            st[sp - 2, 0] += 1
+            st[sp - 2, 1] += 3
+            sp -= 1
         else:
             st[sp] = 0
             if op == OP_LIT:
@@ -232,7 +248,7 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
             mn, mx = prog[pc + 1], prog[pc + 2]
             pc += 3
             it = sp - 1
-            copies = mn + 1 if mx < 0 else max(mx, 1)
+            copies = max(mn, 1) if mx < 0 else max(mx, 1)
             w_s, w_e, w_b, w_c = fs[it, 2], fs[it, 3], fs[it, 4], fs[it, 5]
             h_s, h_e, h_b, h_c = ns, ne, nb, nc
             starts = np.empty(copies, dtype=np.int64)
@@ -258,14 +274,21 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
                 es[ne], ed[ne] = cur, starts[k]
                 ne += 1
                 cur = ends[k]
-            if mx < 0:
+            if mx < 0 and mn == 0:
                 loop = ns
                 ns += 1
                 es[ne], ed[ne] = cur, loop
-                es[ne + 1], ed[ne + 1] = loop, starts[mn]
-                es[ne + 2], ed[ne + 2] = ends[mn], loop
+                es[ne + 1], ed[ne + 1] = loop, starts[0]
+                es[ne + 2], ed[ne + 2] = ends[0], loop
                 ne += 3
                 fs[it, 0], fs[it, 1] = s, loop
+            elif mx < 0:  # back into the last copy, then out
+                e = ns
+                ns += 1
+                es[ne], ed[ne] = ends[mn - 1], starts[mn - 1]
+                es[ne + 1], ed[ne + 1] = cur, e
+                ne += 2
+                fs[it, 0], fs[it, 1] = s, e
             else:
                 e = ns
                 ns += 1
@@ -277,6 +300,17 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
                 es[ne], ed[ne] = cur, e
                 ne += 1
                 fs[it, 0], fs[it, 1] = s, e
+        elif op == OP_SEPREP:  # X (S X)*: X's end goes on to S or out; S's end back to X's start
+            pc += 1
+            x, sep = sp - 2, sp - 1
+            e = ns
+            ns += 1
+            es[ne], ed[ne] = fs[x, 1], e
+            es[ne + 1], ed[ne + 1] = fs[x, 1], fs[sep, 0]
+            es[ne + 2], ed[ne + 2] = fs[sep, 1], fs[x, 0]
+            ne += 3
+            fs[x, 1] = e
+            sp -= 1
         else:
             fs[sp, 2], fs[sp, 3], fs[sp, 4], fs[sp, 5] = ns, ne, nb, nc
             if op == OP_LIT:

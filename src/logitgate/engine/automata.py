@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Not, Ref, Repeat, Seq, Special, is_ref_free
 from . import _construction_kernels as K
-from ._automata_kernels import canonical_dfa, product_table, renumber, trim_order
+from ._automata_kernels import canonical_dfa, product_table, reaches_final, renumber
 from .lru import LRU
 
 __all__ = [
@@ -242,13 +242,39 @@ class Program:
                 ops.append(K.OP_EMPTY)
         elif t is ByteSet:
             ops += (K.OP_SET, self._set_id(_set_mask(e)))
-        elif t is Seq or t is Alt:
-            if not e.items and t is Seq:
-                ops.append(K.OP_EMPTY)
-                return
+        elif t is Alt:
             for it in e.items:
                 self.emit(it, inlining)
-            ops += (K.OP_SEQ if t is Seq else K.OP_ALT, len(e.items))
+            ops += (K.OP_ALT, len(e.items))
+        elif t is Seq:
+            items = e.items
+            if not items:
+                ops.append(K.OP_EMPTY)
+                return
+            # X (S X)* -- X the items just before a (S X)* -- is built with one copy of X
+            count = run = j = 0  # fragments so far; items since the last such unit; index
+            for it in items:
+                j += 1
+                if type(it) is Repeat and run and it.min == 0 and it.max is None:
+                    body = it.item.items if type(it.item) is Seq else (it.item,)
+                    k = min(len(body), run)
+                    while k and items[j - 1 - k:j - 1] != body[len(body) - k:]:
+                        k -= 1
+                    if k:
+                        if k > 1:
+                            ops += (K.OP_SEQ, k)  # X as one fragment
+                        if k < len(body):
+                            self._emit_seq(body[:len(body) - k], inlining)
+                            ops.append(K.OP_SEPREP)
+                        else:
+                            ops += (K.OP_REP, 1, -1)  # X X* is X+
+                        count -= k - 1
+                        run = 0
+                        continue
+                self.emit(it, inlining)
+                count += 1
+                run += 1
+            ops += (K.OP_SEQ, count)
         elif t is Repeat:
             self.emit(e.item, inlining)
             ops += (K.OP_REP, e.min, -1 if e.max is None else e.max)
@@ -266,6 +292,12 @@ class Program:
             self._embed(standalone_dfa(e, self.resolve, self.max_dfa_states, inlining))
         else:
             raise GrammarError(f"unknown IR node {e!r}")
+
+    def _emit_seq(self, items: tuple[Expr, ...], inlining: tuple[str, ...]) -> None:
+        for it in items:
+            self.emit(it, inlining)
+        if len(items) > 1:
+            self.ops += (K.OP_SEQ, len(items))
 
     def _embed(self, dfa: DFA) -> None:
         self.ops += (K.OP_EMBED, len(self.embeds))
@@ -315,34 +347,17 @@ class Program:
 # ---------------------------------------------------------------------------- trim, minimize
 
 
-def _call_ptr(dfa: DFA, keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """CSR of the call edges (``keep``: a bool per call edge) for :func:`trim_order`."""
-    src, dst = dfa.call_src, dfa.call_dst
-    if keep is not None:
-        src, dst = src[keep], dst[keep]
-    ptr = np.zeros(dfa.num_states + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=dfa.num_states), out=ptr[1:])
-    return ptr, dst
-
-
-def _productive_calls(dfa: DFA, productive: np.ndarray | None) -> np.ndarray | None:
-    if productive is None or dfa.call_rule.shape[0] == 0:
-        return None
-    return productive[dfa.call_rule]
-
-
 def is_productive(dfa: DFA, productive: np.ndarray | None = None) -> bool:
     """Does ``dfa`` accept any string (calls of rules ``r`` with ``not productive[r]`` are dead)?"""
     alone = dfa.__dict__.get("_accepts_without_calls")
     if alone is None:  # (remembered: rule tables are shared between grammars)
-        ptr, dst = _call_ptr(dfa, np.zeros(dfa.call_src.shape[0], dtype=bool))
-        alone = dfa.__dict__["_accepts_without_calls"] = trim_order(
-            dfa.trans, dfa.final.view(np.uint8), ptr, dst, dfa.start)[0].shape[0] > 0
+        none = np.zeros(0, dtype=np.int32)
+        alone = dfa.__dict__["_accepts_without_calls"] = reaches_final(
+            dfa.trans, dfa.final.view(np.uint8), none, none, none, np.zeros(1, dtype=np.uint8), dfa.start)
     if alone or dfa.call_src.shape[0] == 0:
         return alone
-    ptr, dst = _call_ptr(dfa, _productive_calls(dfa, productive))
-    order, _ = trim_order(dfa.trans, dfa.final.view(np.uint8), ptr, dst, dfa.start)
-    return order.shape[0] > 0
+    ok = _kept_rules(dfa, productive)
+    return reaches_final(dfa.trans, dfa.final.view(np.uint8), dfa.call_src, dfa.call_rule, dfa.call_dst, ok, dfa.start)
 
 
 def _kept_rules(dfa: DFA, productive: np.ndarray | None) -> np.ndarray:
@@ -415,7 +430,7 @@ def _standalone_dfa(
         out = dfas[0]
         for d in dfas[1:]:
             out = _product(out, d, max_states)
-        return out
+        return (minimize(out) or _empty_dfa()) if len(dfas) > 1 else out
     if isinstance(expr, Not):
         return _complement(standalone_dfa(expr.item, resolve, max_states, inlining), max_states)
     if isinstance(expr, Special):
@@ -433,8 +448,10 @@ def _standalone_dfa(
     prog = Program(regular_only, max_states)
     prog.emit(expr, inlining)
     dfa, _ = prog.determinize(max_states * 4, max_states)
-    t = trim(dfa)  # (the rule embedding it is minimized as a whole)
-    return t if t is not None else _empty_dfa()
+    # minimal: it is cached and embedded (often in many rules), and every state it keeps is
+    # work for the subset construction and minimization of each rule that embeds it
+    m = minimize(dfa)
+    return m if m is not None else _empty_dfa()
 
 
 def _special_dfa(expr: Special, max_states: int) -> DFA:

@@ -323,7 +323,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
         d = trimmed[keep[k]]
         k += 1
         assert d is not None
-        for r in np.unique(d.call_rule).tolist():
+        for r in sorted(set(d.call_rule.tolist())):
             if r not in seen:
                 seen.add(r)
                 keep.append(r)
@@ -353,9 +353,11 @@ class _NamedCalls:
 
     @classmethod
     def of(cls, dfa: DFA, nfa_states: int, names: list[str]) -> _NamedCalls:
-        ids, local = np.unique(dfa.call_rule, return_inverse=True)
-        named = dfa.with_calls(dfa.call_src, local.astype(np.int32).ravel(), dfa.call_dst)
-        return cls(named, tuple(names[i] for i in ids.tolist()), nfa_states)
+        rules = dfa.call_rule.tolist()
+        ids = sorted(set(rules))  # (a handful of callees: plain Python beats np.unique here)
+        local = {r: i for i, r in enumerate(ids)}
+        named = dfa.with_calls(dfa.call_src, np.array([local[r] for r in rules], dtype=np.int32), dfa.call_dst)
+        return cls(named, tuple(names[i] for i in ids), nfa_states)
 
     def with_ids(self, rule_id: dict[str, int]) -> DFA:
         d = self.dfa
@@ -496,7 +498,7 @@ def _rule_hashes(names: list[str], dfas: list[DFA]) -> list[str]:
     computed once (:meth:`DFA.table_digest`; rule DFAs are cached across grammars); call edges are
     listed by source, callee label and target, an order no rule numbering affects.
     """
-    callees = {i: np.unique(d.call_rule).tolist() for i, d in enumerate(dfas)}
+    callees = {i: sorted(set(d.call_rule.tolist())) for i, d in enumerate(dfas)}
     digests: list[bytes] = [b""] * len(dfas)
 
     def labelled(i: int, cycle: set[int]) -> bytes:
