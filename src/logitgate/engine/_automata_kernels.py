@@ -612,3 +612,159 @@ def merge_tables(classes, flat, flat_off, nstates, nclasses):
                     trans[off + s, g] = -1
         off += nstates[r]
     return byte_class, trans, has_byte
+
+
+# ----------------------------------------------------------------------------- RTN assembly
+
+#: status codes of :func:`assemble_network`
+ASSEMBLED, LEFT_RECURSIVE, TOO_MANY_CHAINS = 0, 1, 2
+
+
+@njit(nogil=True, cache=True)
+def assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, call_src, call_rule, call_dst,
+                     ncalls, max_chains):
+    """The flat tables of a recursive transition network from its rules' DFAs (see
+    :mod:`logitgate.engine.rtn`), in one pass.
+
+    Rule ``r``'s table is as for :func:`merge_tables`, its start state ``starts[r]`` and finality
+    ``final`` (concatenated); its ``ncalls[r]`` call edges (local states, sorted by source, then
+    callee) follow those of the rules before it in ``call_*``. Returns ``(status, byte_class, trans,
+    final, rule_of_state, local_index, rule_start, chain_ptr, chain_target, chain_push_ptr,
+    chain_push, simple, dead_end)``; ``status`` is :data:`LEFT_RECURSIVE` when a rule can call itself
+    before reading a byte (the other arrays are then empty) or :data:`TOO_MANY_CHAINS` past
+    ``max_chains``.
+
+    A *chain* is a way to reach a byte through calls made before it: a target rule start plus
+    the return states pushed, outermost first; a return state that could only pop (final, no
+    byte, no call) is not pushed (a tail call keeps the stack flat).
+    """
+    nr = nstates.shape[0]
+    byte_class, trans, has_byte = merge_tables(classes, flat, flat_off, nstates, nclasses)
+    total = trans.shape[0]
+    offsets = np.zeros(nr + 1, dtype=np.int64)
+    for r in range(nr):
+        offsets[r + 1] = offsets[r] + nstates[r]
+    rule_of_state = np.empty(total, dtype=np.int32)
+    local_index = np.empty(total, dtype=np.int32)
+    rule_start = np.empty(nr, dtype=np.int32)
+    for r in range(nr):
+        rule_start[r] = offsets[r] + starts[r]
+        for s in range(nstates[r]):
+            rule_of_state[offsets[r] + s] = r
+            local_index[offsets[r] + s] = s
+    # call edges in global numbers (CSR by source; sources stay sorted rule after rule)
+    m = call_src.shape[0]
+    c_ptr = np.zeros(total + 1, dtype=np.int64)
+    c_rule = np.empty(m, dtype=np.int64)
+    c_dst = np.empty(m, dtype=np.int64)
+    e = 0
+    for r in range(nr):
+        for _ in range(ncalls[r]):
+            c_ptr[offsets[r] + call_src[e] + 1] += 1
+            c_rule[e] = call_rule[e]
+            c_dst[e] = offsets[r] + call_dst[e]
+            e += 1
+    for s in range(total):
+        c_ptr[s + 1] += c_ptr[s]
+    only_pops = np.zeros(total, dtype=np.uint8)
+    for s in range(total):
+        if final[s] and not has_byte[s] and c_ptr[s + 1] == c_ptr[s]:
+            only_pops[s] = 1
+    empty32 = np.zeros(0, dtype=np.int32)
+    empty8 = np.zeros(0, dtype=np.uint8)
+
+    # left recursion: a cycle among the calls rules make at their start states
+    color = np.zeros(nr, dtype=np.uint8)
+    st_rule = np.empty(nr, dtype=np.int64)
+    st_next = np.empty(nr, dtype=np.int64)
+    for root in range(nr):
+        if color[root]:
+            continue
+        top = 0
+        st_rule[0], st_next[0] = root, c_ptr[rule_start[root]]
+        color[root] = 1
+        top = 1
+        while top > 0:
+            r = st_rule[top - 1]
+            j = st_next[top - 1]
+            if j == c_ptr[rule_start[r] + 1]:
+                color[r] = 2
+                top -= 1
+                continue
+            st_next[top - 1] = j + 1
+            q = c_rule[j]
+            if color[q] == 1:
+                return (LEFT_RECURSIVE, byte_class, trans.reshape(-1), empty8, empty32, empty32, empty32, empty32,
+                        empty32, empty32, empty32, empty8, empty8)
+            if color[q] == 0:
+                color[q] = 1
+                st_rule[top], st_next[top] = q, c_ptr[rule_start[q]]
+                top += 1
+
+    # chains, state by state: depth-first over the calls made at callee starts (last call first)
+    chain_ptr = np.zeros(total + 1, dtype=np.int32)
+    targets = np.empty(64, dtype=np.int32)
+    push_ptr = np.zeros(65, dtype=np.int32)
+    pushes = np.empty(64, dtype=np.int32)
+    node_val = np.empty(64, dtype=np.int64)  # pushed return states as a tree: value, parent, depth
+    node_up = np.empty(64, dtype=np.int64)
+    node_depth = np.empty(64, dtype=np.int64)
+    stack = np.empty((64, 3), dtype=np.int64)  # (callee, return state, node of the pushes before)
+    n_chains = 0
+    n_push = 0
+    for gs in range(total):
+        lo, hi = c_ptr[gs], c_ptr[gs + 1]
+        if lo < hi:
+            n_nodes = 0
+            top = 0
+            for j in range(lo, hi):
+                if top >= stack.shape[0]:
+                    stack = grow(stack, 2 * stack.shape[0], 0)
+                stack[top, 0], stack[top, 1], stack[top, 2] = c_rule[j], c_dst[j], -1
+                top += 1
+            while top > 0:
+                top -= 1
+                r, ret, node = stack[top, 0], stack[top, 1], stack[top, 2]
+                if not only_pops[ret]:
+                    if n_nodes >= node_val.shape[0]:
+                        node_val = grow(node_val, 2 * n_nodes, 0)
+                        node_up = grow(node_up, 2 * n_nodes, 0)
+                        node_depth = grow(node_depth, 2 * n_nodes, 0)
+                    node_val[n_nodes], node_up[n_nodes] = ret, node
+                    node_depth[n_nodes] = 1 if node < 0 else node_depth[node] + 1
+                    node = n_nodes
+                    n_nodes += 1
+                if n_chains >= max_chains:
+                    return (TOO_MANY_CHAINS, byte_class, trans.reshape(-1), empty8, empty32, empty32, empty32,
+                            empty32, empty32, empty32, empty32, empty8, empty8)
+                if n_chains + 1 >= targets.shape[0]:
+                    targets = grow(targets, 2 * targets.shape[0], 0)
+                    push_ptr = grow(push_ptr, 2 * push_ptr.shape[0], 0)
+                targets[n_chains] = rule_start[r]
+                depth = 0 if node < 0 else node_depth[node]
+                if n_push + depth > pushes.shape[0]:
+                    pushes = grow(pushes, 2 * (n_push + depth), 0)
+                x = node
+                for k in range(depth - 1, -1, -1):  # outermost first
+                    pushes[n_push + k] = node_val[x]
+                    x = node_up[x]
+                n_push += depth
+                n_chains += 1
+                push_ptr[n_chains] = n_push
+                s0 = rule_start[r]
+                for j in range(c_ptr[s0], c_ptr[s0 + 1]):
+                    if top >= stack.shape[0]:
+                        stack = grow(stack, 2 * stack.shape[0], 0)
+                    stack[top, 0], stack[top, 1], stack[top, 2] = c_rule[j], c_dst[j], node
+                    top += 1
+        chain_ptr[gs + 1] = n_chains
+    simple = np.zeros(total, dtype=np.uint8)
+    dead_end = np.zeros(total, dtype=np.uint8)
+    for s in range(total):
+        has_chain = chain_ptr[s + 1] != chain_ptr[s]
+        if not has_chain and not final[s]:
+            simple[s] = 1
+        if final[s] and not has_chain and not has_byte[s]:
+            dead_end[s] = 1
+    return (ASSEMBLED, byte_class, trans.reshape(-1), final, rule_of_state, local_index, rule_start, chain_ptr,
+            targets[:n_chains].copy(), push_ptr[:n_chains + 1].copy(), pushes[:n_push].copy(), simple, dead_end)

@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, Special
-from ._automata_kernels import merge_tables
+from ._automata_kernels import LEFT_RECURSIVE, TOO_MANY_CHAINS, assemble_network
 from .automata import DFA, Program, is_productive, minimize
 from .lru import LRU
 
@@ -338,7 +338,6 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
             d = d.with_calls(d.call_src, remap[d.call_rule], d.call_dst)
         rdfas.append(d)
 
-    _check_left_recursion(names, rdfas)
     return _assemble(names, rdfas, limits, nfa_states)
 
 
@@ -405,67 +404,28 @@ def _check_left_recursion(names: list[str], dfas: list[DFA]) -> None:
 
 
 def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_states: int) -> RTN:
-    # global byte classes (the common refinement of every rule's classes) and one table
+    """One table over the common refinement of every rule's byte classes, plus the call chains
+    of every state (:func:`assemble_network`)."""
     sizes = [d.num_states for d in dfas]
-    offsets = np.zeros(len(dfas) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    total = int(offsets[-1])
-    flat_off = np.zeros(len(dfas) + 1, dtype=np.int64)
-    np.cumsum([d.trans.size for d in dfas], out=flat_off[1:])
-    byte_class, trans2d, has_byte = merge_tables(
-        np.stack([d.byte_class for d in dfas]).astype(np.int64), np.concatenate([d.trans.ravel() for d in dfas]),
-        flat_off, np.array(sizes, dtype=np.int64), np.array([d.num_classes for d in dfas], dtype=np.int64))
-    ncls = trans2d.shape[1]
-    trans = trans2d.reshape(-1)
-    final = np.concatenate([d.final for d in dfas]).astype(np.uint8)
-    rule_of_state = np.repeat(np.arange(len(dfas), dtype=np.int32), sizes)
-    local_index = np.concatenate([np.arange(n, dtype=np.int32) for n in sizes])
-    rule_start = (offsets[:-1] + np.array([d.start for d in dfas], dtype=np.int64)).astype(np.int32)
-    # call edges in global state numbers, sorted by source then callee
-    g_src = np.concatenate([d.call_src + offsets[i] for i, d in enumerate(dfas)]).astype(np.int64)
-    g_rule = np.concatenate([d.call_rule for d in dfas]).astype(np.int64)
-    g_dst = np.concatenate([d.call_dst + offsets[i] for i, d in enumerate(dfas)]).astype(np.int64)
-
-    # A return state that is final and can do nothing else would only pop again: it is not
-    # pushed (a tail call), so a chain of optional properties or nested tail positions does not
-    # grow the stack by a frame per call -- which keeps closing brackets cheap to resolve.
-    has_byte = has_byte.view(bool)
-    has_call = np.zeros(total, dtype=bool)
-    has_call[g_src] = True
-    only_pops = ((final == 1) & ~has_byte & ~has_call).tolist()
-
-    # call chains per state
-    calls_at: dict[int, list[tuple[int, int]]] = {}
-    for src, r, dst in zip(g_src.tolist(), g_rule.tolist(), g_dst.tolist()):
-        calls_at.setdefault(src, []).append((r, dst))
-    starts = rule_start.tolist()
-    entry = [calls_at.get(s0, []) for s0 in starts]  # the calls a rule can make before any byte
-    chain_ptr = np.zeros(total + 1, dtype=np.int32)
-    targets: list[int] = []
-    push_ptr: list[int] = [0]
-    pushes: list[int] = []
-    per_state = np.zeros(total, dtype=np.int32)
-    for gs in sorted(calls_at):
-        before = len(targets)
-        stack: list[tuple[int, int, tuple[int, ...]]] = [(r, t, ()) for r, t in calls_at[gs]]
-        while stack:
-            r, ret, prefix = stack.pop()
-            chain = prefix if only_pops[ret] else (*prefix, ret)
-            targets.append(starts[r])
-            pushes.extend(chain)
-            push_ptr.append(len(pushes))
-            if len(targets) > limits.max_chains:
-                raise LimitExceededError(
-                    f"grammar has more than {limits.max_chains} call chains", limit="max_chains"
-                )
-            for r2, t2 in entry[r]:
-                stack.append((r2, t2, chain))
-        per_state[gs] = len(targets) - before
-    np.cumsum(per_state, out=chain_ptr[1:])
-
-    has_chain = chain_ptr[1:] != chain_ptr[:-1]
-    simple = ((~has_chain) & (final == 0)).astype(np.uint8)
-    dead_end = ((final == 1) & (~has_chain) & (~has_byte)).astype(np.uint8)
+    flat_off = [0]
+    for d in dfas:
+        flat_off.append(flat_off[-1] + d.trans.size)
+    (status, byte_class, trans, final, rule_of_state, local_index, rule_start, chain_ptr, chain_target,
+     chain_push_ptr, chain_push, simple, dead_end) = assemble_network(
+        np.array([d.byte_class for d in dfas], dtype=np.int64),
+        np.concatenate([d.trans.ravel() for d in dfas]), np.array(flat_off, dtype=np.int64),
+        np.array(sizes, dtype=np.int64), np.array([d.num_classes for d in dfas], dtype=np.int64),
+        np.array([d.start for d in dfas], dtype=np.int64),
+        np.concatenate([d.final for d in dfas]).view(np.uint8),
+        np.concatenate([d.call_src for d in dfas]).astype(np.int64),
+        np.concatenate([d.call_rule for d in dfas]).astype(np.int64),
+        np.concatenate([d.call_dst for d in dfas]).astype(np.int64),
+        np.array([d.call_src.shape[0] for d in dfas], dtype=np.int64), limits.max_chains)
+    if status == LEFT_RECURSIVE:
+        _check_left_recursion(names, dfas)  # raises, naming the cycle
+    if status == TOO_MANY_CHAINS:
+        raise LimitExceededError(f"grammar has more than {limits.max_chains} call chains", limit="max_chains")
+    ncls = int(byte_class.max()) + 1
     rule_hash = _rule_hashes(names, dfas)
     return RTN(
         rule_names=names,
@@ -473,17 +433,18 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
         rule_of_state=rule_of_state,
         local_index=local_index,
         rule_hash=rule_hash,
-        byte_class=byte_class.astype(np.int32),
+        byte_class=byte_class,
         num_classes=ncls,
         trans=trans,
         final=final,
         simple=simple,
         dead_end=dead_end,
         chain_ptr=chain_ptr,
-        chain_target=np.array(targets, dtype=np.int32),
-        chain_push_ptr=np.array(push_ptr, dtype=np.int32),
-        chain_push=np.array(pushes, dtype=np.int32),
-        stats={"rules": len(names), "states": total, "classes": ncls, "chains": len(targets), "nfa_states": nfa_states},
+        chain_target=chain_target,
+        chain_push_ptr=chain_push_ptr,
+        chain_push=chain_push,
+        stats={"rules": len(names), "states": len(final), "classes": ncls, "chains": len(chain_target),
+               "nfa_states": nfa_states},
     )
 
 
