@@ -107,8 +107,23 @@ def codepoint_ranges_expr(ranges: Iterable[tuple[int, int]]) -> Expr:
     """IR expression matching exactly one UTF-8 encoded code point from ``ranges``.
 
     Sequences that share their leading byte ranges are factored so the result stays
-    small (a negated class like ``[^"]`` becomes a handful of alternatives).
+    small (a negated class like ``[^"]`` becomes a handful of alternatives). Results are
+    remembered per set of ranges (expressions are immutable; patterns repeat their classes).
     """
+    key = tuple(normalize_codepoint_ranges(ranges))
+    hit = _CLASS_EXPRS.get(key)
+    if hit is None:
+        if len(_CLASS_EXPRS) >= 4096:
+            _CLASS_EXPRS.clear()
+        hit = _CLASS_EXPRS[key] = _class_expr(key)
+    return hit
+
+
+#: codepoint_ranges_expr by normalized ranges
+_CLASS_EXPRS: dict[tuple[tuple[int, int], ...], Expr] = {}
+
+
+def _class_expr(ranges: tuple[tuple[int, int], ...]) -> Expr:
     seqs = utf8_byte_ranges(ranges)
     # Merge single-byte ranges into one ByteSet; keep multi-byte sequences as Seq of ByteSets.
     singles = [s[0] for s in seqs if len(s) == 1]
