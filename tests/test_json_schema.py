@@ -11,6 +11,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from logitgate.benchmarks.schema_suite import find_accepted, run_case, spellings
 from logitgate.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedFeatureError
@@ -370,6 +372,46 @@ def test_number_expressions_share_tails_and_keep_the_language():
     prog.emit(num.number_expr(num.TRUE)[0])
     dfa = prog.determinize(10_000, 10_000)[0]
     assert dfa.num_states <= 2 * minimize(dfa).num_states
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([0.0, 1.0, 2.5, -0.0, 1e300]) | st.text("ab", max_size=2),
+    lambda c: st.lists(c, max_size=2) | st.dictionaries(st.text("ab", max_size=1), c, max_size=2), max_leaves=4)
+_TYPES = st.sampled_from(["null", "boolean", "integer", "number", "string", "array", "object"])
+
+
+@st.composite
+def _simple_schemas(draw, depth: int = 2) -> dict:
+    schema: dict = {"description": "x"}
+    if draw(st.booleans()):
+        schema["type"] = draw(_TYPES | st.lists(_TYPES, min_size=1, max_size=3, unique=True))
+    if draw(st.booleans()):
+        schema["enum"] = draw(st.lists(_JSON_VALUES, max_size=3))
+    if draw(st.booleans()):
+        schema["const"] = draw(_JSON_VALUES)
+    if draw(st.booleans()):
+        schema["x-label"] = draw(_JSON_VALUES)  # unknown keywords are annotations
+    if depth and draw(st.booleans()):
+        kw = draw(st.sampled_from(["allOf", "anyOf", "oneOf", "not"]))
+        subs = draw(st.lists(_simple_schemas(depth - 1) | st.booleans(), min_size=1, max_size=3))
+        schema[kw] = subs[0] if kw == "not" else subs
+    return schema
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_JSON_VALUES, draft=st.sampled_from(["draft4", "draft7", "draft2020-12"]), schema=_simple_schemas())
+def test_quick_validation_agrees_with_jsonschema(value, draft, schema):
+    """Enum values are checked against type/enum/const schemas (annotations, combinators of
+    them) without building a validator; the answer is jsonschema's, draft 4's "1.0 is not an
+    integer" and "no const" included."""
+    import jsonschema
+
+    from logitgate.grammar.json_schema.converter import _quick_validates
+
+    cls = {"draft4": jsonschema.Draft4Validator, "draft7": jsonschema.Draft7Validator}.get(
+        draft, jsonschema.Draft202012Validator)
+    assert _quick_validates(value, schema, draft) == cls(schema).is_valid(value)
+    assert _quick_validates(value, {**schema, "minimum": 1}, draft) is None
 
 
 def test_numbers_module_decimal_digits_and_limits():

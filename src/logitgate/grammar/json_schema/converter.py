@@ -108,6 +108,7 @@ class Converter:
         self._regex_cache: dict[str, Expr] = {}
         self._shared: dict[Expr, str] = {}
         self._neg_start: int | None = None
+        self._validators: dict[tuple, tuple] = {}  # (schema, its validator) by (id(schema), base, formats)
 
     # ------------------------------------------------------------------ helpers
     def fail(self, message: str, keyword: str, pointer: str) -> None:
@@ -181,16 +182,24 @@ class Converter:
 
     def validates(self, value: Any, node: Node) -> bool:
         """Exact check of a concrete value against one node (with ``jsonschema``)."""
-        fc = None
-        if self.strict_format and "format" not in self.ignore:
-            import jsonschema
-
-            fc = jsonschema.FormatChecker()
         schema = node.schema
         if isinstance(schema, bool):
             return schema
+        quick = _quick_validates(value, schema, self.draft)
+        if quick is not None:
+            return quick
+        formats = self.strict_format and "format" not in self.ignore
+        key = (id(schema), node.base, formats)
         try:
-            return self.refs.validator(schema, node.base, fc).is_valid(value)
+            hit = self._validators.get(key)
+            if hit is None or hit[0] is not schema:
+                fc = None
+                if formats:
+                    import jsonschema
+
+                    fc = jsonschema.FormatChecker()
+                hit = self._validators[key] = (schema, self.refs.validator(schema, node.base, fc))
+            return hit[1].is_valid(value)
         except Exception as exc:
             raise SchemaError(f"cannot validate value {value!r}: {exc}", pointer=node.ptr) from exc
 
@@ -811,6 +820,75 @@ def _nonneg_int(v: Any, kw: str, ptr: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != int(v):
         raise SchemaError(f"{kw} must be a non-negative integer", keyword=kw, pointer=ptr)
     return int(v)
+
+
+#: keywords that can fail a value and that :func:`_quick_validates` leaves to ``jsonschema``
+#: (any other keyword but type/enum/const and the combinators is an annotation)
+_SLOW_KWS = frozenset({
+    "$ref", "$dynamicRef", "$recursiveRef", "if", "then", "else", "dependentSchemas", "dependencies",
+    "dependentRequired", "prefixItems", "items", "additionalItems", "contains", "minContains", "maxContains",
+    "properties", "patternProperties", "additionalProperties", "propertyNames", "unevaluatedItems",
+    "unevaluatedProperties", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    "maxLength", "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "maxProperties",
+    "minProperties", "required", "format", "contentMediaType", "contentEncoding", "contentSchema",
+    "disallow", "extends", "divisibleBy"})
+_TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
+
+
+def _quick_validates(value: Any, schema: Any, draft: str) -> bool | None:
+    """Validation of ``value`` against a schema of ``type``/``enum``/``const``, annotations and
+    combinators of such schemas, without building a validator -- the common case of checking
+    enum values -- or None when the schema needs ``jsonschema``."""
+    if isinstance(schema, bool):
+        return schema
+    if not isinstance(schema, dict) or not _SLOW_KWS.isdisjoint(schema):
+        return None
+    t = schema.get("type")
+    if t is not None:
+        names = [t] if isinstance(t, str) else t
+        if not isinstance(names, list) or not all(isinstance(x, str) and x in _TYPE_NAMES for x in names):
+            return None
+        if value is None:
+            mine: tuple = ("null",)
+        elif isinstance(value, bool):
+            mine = ("boolean",)
+        elif isinstance(value, int):
+            mine = ("integer", "number")
+        elif isinstance(value, float):  # draft 4: 1.0 is a number, not an integer
+            mine = ("integer", "number") if value.is_integer() and draft != "draft4" else ("number",)
+        elif isinstance(value, str):
+            mine = ("string",)
+        elif isinstance(value, list):
+            mine = ("array",)
+        elif isinstance(value, dict):
+            mine = ("object",)
+        else:
+            return None
+        if not any(x in mine for x in names):
+            return False
+    if "enum" in schema:
+        if not isinstance(schema["enum"], list):
+            return None
+        k = json_key(value)
+        if not any(json_key(x) == k for x in schema["enum"]):
+            return False
+    if "const" in schema and draft != "draft4" and json_key(schema["const"]) != json_key(value):
+        return False  # (draft 4 has no const: an annotation there)
+    verdict = True
+    for kw in ("allOf", "anyOf", "oneOf", "not"):
+        if kw not in schema:
+            continue
+        subs = [schema[kw]] if kw == "not" else schema[kw]
+        if not isinstance(subs, list) or not subs:
+            return None
+        got = [_quick_validates(value, sub, draft) for sub in subs]
+        if None in got:
+            return None
+        n = sum(got)
+        if (kw == "allOf" and n < len(got)) or (kw == "anyOf" and n == 0) or (kw == "oneOf" and n != 1) or (
+                kw == "not" and n):
+            verdict = False
+    return verdict
 
 
 def _value_types(v: Any) -> set:

@@ -29,7 +29,7 @@ class RefResolver:
     """Resolves references relative to a base URI inside one root schema document."""
 
     def __init__(self, root: Any):
-        from referencing import Registry, Resource
+        from referencing import Resource
         from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012
 
         self.draft = draft_of(root)
@@ -38,15 +38,27 @@ class RefResolver:
         )
         self.spec = spec
         try:
-            resource = Resource.from_contents(root, default_specification=spec)
-            root_id = resource.id() or ""
-            self.registry = Registry().with_resource(root_id, resource)
-            if root_id:
-                self.registry = self.registry.with_resource("", resource)
-            self.registry = self.registry.crawl()
+            self._resource = Resource.from_contents(root, default_specification=spec)
+            self.root_base = self._resource.id() or ""
         except Exception as exc:  # malformed ids and the like
             raise SchemaError(f"cannot index schema: {exc}", keyword="$id") from exc
-        self.root_base = root_id
+        self._registry: Any = None
+
+    @property
+    def registry(self) -> Any:
+        """The schema's resources (every ``$id`` and anchor), indexed on first use: most schemas
+        have no ``$ref``, and crawling a document costs about as much as converting a small one."""
+        if self._registry is None:
+            from referencing import Registry
+
+            try:
+                registry = Registry().with_resource(self.root_base, self._resource)
+                if self.root_base:
+                    registry = registry.with_resource("", self._resource)
+                self._registry = registry.crawl()
+            except Exception as exc:  # malformed ids and the like
+                raise SchemaError(f"cannot index schema: {exc}", keyword="$id") from exc
+        return self._registry
 
     def base_of(self, schema: Any, base: str) -> str:
         """The base URI in force inside ``schema`` reached with base ``base``."""
@@ -78,5 +90,21 @@ class RefResolver:
             "draft4": jsonschema.Draft4Validator, "draft6": jsonschema.Draft6Validator,
             "draft7": jsonschema.Draft7Validator, "draft2019-09": jsonschema.Draft201909Validator,
         }.get(self.draft, jsonschema.Draft202012Validator)
+        if not _refers(schema):  # (checking an enum value or a key name: no index needed)
+            return cls(schema, format_checker=format_checker)
         return cls(schema, registry=self.registry, format_checker=format_checker,
                    _resolver=self.registry.resolver(base_uri=base))
+
+
+def _refers(schema: Any) -> bool:
+    """Whether ``schema`` holds a reference anywhere (``$ref``, ``$dynamicRef``, ``$recursiveRef``)."""
+    stack = [schema]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if "$ref" in x or "$dynamicRef" in x or "$recursiveRef" in x:
+                return True
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return False
