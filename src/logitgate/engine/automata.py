@@ -190,18 +190,6 @@ class DFA:
 
 # ---------------------------------------------------------------------------- IR -> program
 
-_SET_MASKS: dict[ByteSet, int] = {}
-
-
-def _set_mask(e: ByteSet) -> int:
-    m = _SET_MASKS.get(e)
-    if m is None:
-        if len(_SET_MASKS) > 50_000:
-            _SET_MASKS.clear()
-        m = _SET_MASKS[e] = e.to_mask()
-    return m
-
-
 class Program:
     """The postfix program of one expression (see :mod:`._construction_kernels`), then its DFA.
 
@@ -241,7 +229,7 @@ class Program:
             else:
                 ops.append(K.OP_EMPTY)
         elif t is ByteSet:
-            ops += (K.OP_SET, self._set_id(_set_mask(e)))
+            ops += (K.OP_SET, self._set_id(e.to_mask()))
         elif t is Alt:
             for it in e.items:
                 self.emit(it, inlining)

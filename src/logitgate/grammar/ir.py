@@ -112,6 +112,7 @@ class ByteSet(Expr):
 
     ranges: tuple[tuple[int, int], ...]
     _normal: bool = field(default=False, init=False, repr=False, compare=False)
+    _mask: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for r in self.ranges:
@@ -122,10 +123,13 @@ class ByteSet(Expr):
         return any(lo <= byte <= hi for lo, hi in self.ranges)
 
     def to_mask(self) -> int:
-        """The set as a 256-bit integer (bit ``b`` set = byte ``b`` in the set)."""
-        m = 0
-        for lo, hi in self.ranges:
-            m |= ((1 << (hi - lo + 1)) - 1) << lo
+        """The set as a 256-bit integer (bit ``b`` set = byte ``b`` in the set); computed once."""
+        m = self._mask
+        if m is None:
+            m = 0
+            for lo, hi in self.ranges:
+                m |= ((1 << (hi - lo + 1)) - 1) << lo
+            object.__setattr__(self, "_mask", m)
         return m
 
 
