@@ -395,7 +395,8 @@ _STANDALONE_CACHE: LRU[DFA] = LRU(512, max_bytes=128 << 20, weight=lambda d: d.n
 def standalone_dfa(
     expr: Expr, resolve: RefResolver | None, max_states: int, inlining: tuple[str, ...] = ()
 ) -> DFA:
-    """A call-free, trimmed DFA for a regular expression (used for And/Not operands).
+    """A call-free, trimmed DFA for a regular expression (used for And/Not operands): minimal
+    when built from an expression or an intersection, as built for a :class:`Special`.
 
     Expressions without rule references are cached process-wide, so grammars that share e.g. a
     hostname or email format (or the string body of "any other key") pay for its automaton once.

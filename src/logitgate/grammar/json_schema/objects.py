@@ -148,12 +148,20 @@ def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool]], extr
     def after(i: int) -> Expr:  # after member i (-1: after the opening brace)
         return Ref(f"{prefix}.a{i + 1}") if i >= 0 else _after_body(-1)
 
+    then_after: dict[int, Expr] = {}  # member j followed by the rule of its position (one node per j)
+
+    def member_then_after(j: int) -> Expr:
+        e = then_after.get(j)
+        if e is None:
+            e = then_after[j] = seq(members[j][1], after(j))
+        return e
+
     def choice(k: int) -> Expr:
         """Member ``k`` or a later one (up to the next required member), or extra members when
         none is required any more."""
         r = next_required[k]
         block_end = (k // KEY_BLOCK + 1) * KEY_BLOCK
-        opts = [seq(members[j][1], after(j)) for j in range(k, min(r + 1, n, block_end))]
+        opts = [member_then_after(j) for j in range(k, min(r + 1, n, block_end))]
         if r >= block_end and block_end < n:
             opts.append(block(block_end))
         elif r >= n and extras is not None:

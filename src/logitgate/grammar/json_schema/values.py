@@ -159,7 +159,18 @@ class Lexer:
 
     # -- any JSON value
     def any_value_rules(self, prefix: str = "json") -> tuple[Expr, dict[str, Expr]]:
-        """``(Ref to the value rule, rules)`` for an unconstrained JSON value."""
+        """``(Ref to the value rule, rules)`` for an unconstrained JSON value (built once per
+        whitespace policy and prefix: most schemas allow extra properties somewhere, and equal
+        rule bodies that are one object compare at once in the compiler's rule cache)."""
+        key = (self.ws, prefix)
+        hit = _ANY_VALUE_RULES.get(key)
+        if hit is None:
+            if len(_ANY_VALUE_RULES) >= 64:
+                _ANY_VALUE_RULES.clear()
+            hit = _ANY_VALUE_RULES[key] = self._any_value_rules(prefix)
+        return hit[0], dict(hit[1])
+
+    def _any_value_rules(self, prefix: str) -> tuple[Expr, dict[str, Expr]]:
         ws = self.ws
         v = Ref(f"{prefix}.value")
         string = seq(lit('"'), any_string_content(), lit('"'))
@@ -178,6 +189,10 @@ class Lexer:
         }
         rules.update(nrules)
         return v, rules
+
+
+#: any_value_rules by (whitespace expression, prefix)
+_ANY_VALUE_RULES: dict[tuple, tuple[Expr, dict[str, Expr]]] = {}
 
 
 def _TRUE_FORMULA():
