@@ -701,7 +701,9 @@ def assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, 
                 st_rule[top], st_next[top] = q, c_ptr[rule_start[q]]
                 top += 1
 
-    # chains, state by state: depth-first over the calls made at callee starts (last call first)
+    # chains, state by state: depth-first over the calls made at callee starts (last call first).
+    # (These loops grow their arrays inside, against the rule of the construction kernels: they
+    # run once per chain, a few dozen times per grammar, not per state and byte class.)
     chain_ptr = np.zeros(total + 1, dtype=np.int32)
     targets = np.empty(64, dtype=np.int32)
     push_ptr = np.zeros(65, dtype=np.int32)

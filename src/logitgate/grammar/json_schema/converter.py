@@ -181,7 +181,8 @@ class Converter:
             raise SchemaError(f"invalid pattern {pattern!r}: {exc}", keyword=keyword, pointer=pointer) from exc
 
     def validates(self, value: Any, node: Node) -> bool:
-        """Exact check of a concrete value against one node (with ``jsonschema``)."""
+        """Exact check of a concrete value against one node: directly for type/enum/const schemas
+        (:func:`_quick_validates`), else with a ``jsonschema`` validator made once per node."""
         schema = node.schema
         if isinstance(schema, bool):
             return schema
