@@ -680,7 +680,6 @@ def assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, 
     for root in range(nr):
         if color[root]:
             continue
-        top = 0
         st_rule[0], st_next[0] = root, c_ptr[rule_start[root]]
         color[root] = 1
         top = 1
