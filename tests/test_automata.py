@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from language_oracle import bounded_language, strings
+from logitgate.engine import _construction_kernels as K
 from logitgate.engine._automata_kernels import product_table
 from logitgate.engine.automata import ALL_BYTES, DFA, Program, _product, class_representatives, minimize, trim
 from logitgate.errors import LimitExceededError
@@ -189,6 +190,52 @@ def test_separated_lists_and_plus_are_built_with_one_copy() -> None:
 
 def _is_x(w: bytes) -> bool:
     return len(w) >= 2 and w[:1] == b"k" and w[-1:] == b"v" and len(w) <= 14 and all(c in b"abc" for c in w[1:-1])
+
+
+_WORDS = st.lists(st.binary(max_size=5).map(lambda b: bytes(97 + x % 3 for x in b)), min_size=8, max_size=40,
+                  unique=True)
+
+
+@settings(max_examples=120, deadline=None)
+@given(_WORDS)
+def test_a_set_of_literals_alone_is_built_minimal_and_canonical(words: list[bytes]) -> None:
+    """A rule that is only a set of literals (eight or more) is built from its prefix tree merged
+    bottom-up, without an NFA: the same arrays minimize gives from the general construction."""
+    prog = Program(None)
+    prog.emit(alt(*map(lit, words)))
+    dfa, _ = prog.determinize(100_000, 100_000)
+    general = Program(None)
+    for w in words:  # the general construction: one fragment per literal, then ALT
+        general.emit(lit(w))
+    general.ops += [K.OP_ALT, len(words)]
+    want = minimize(general.determinize(100_000, 100_000)[0])
+    assert dfa.as_built and want is not None
+    assert np.array_equal(dfa.trans, want.trans) and np.array_equal(dfa.final, want.final)
+    assert np.array_equal(dfa.byte_class, want.byte_class)
+    assert {w for w in strings(b"abcd", 5) if dfa.accepts(w)} == set(words)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_WORDS, st.sampled_from([b"", b"a", b"ca"]))
+def test_a_set_of_literals_inside_an_expression_keeps_its_language(words: list[bytes], tail: bytes) -> None:
+    """Inside a larger expression the set is emitted as its prefix tree (shared prefixes once)."""
+    e = seq(alt(*map(lit, words)), repeat(lit(tail)) if tail else lit("d"))
+    prog = Program(None)
+    prog.emit(e)
+    dfa, nfa_states = prog.determinize(100_000, 100_000)
+    assert nfa_states <= sum(map(len, set(words))) + 4 * len(set(words)) + 8
+    assert {w for w in strings(b"abcd", 6) if dfa.accepts(w)} == bounded_language(Grammar({"root": e}), b"abcd", 6)
+
+
+def test_a_set_of_literals_counts_against_the_limits() -> None:
+    rng = random.Random(5)
+    words = [bytes(rng.randrange(97, 123) for _ in range(6)) for _ in range(300)]
+    for nfa, dfa, which in ((100, 100_000, "max_nfa_states"), (100_000, 100, "max_dfa_states")):
+        prog = Program(None)
+        prog.emit(alt(*map(lit, words)))
+        with pytest.raises(LimitExceededError) as err:
+            prog.determinize(nfa, dfa)
+        assert err.value.limit == which
 
 
 def test_program_limits_raise_instead_of_growing() -> None:

@@ -205,6 +205,18 @@ CASES: list[tuple[str, str]] = [
     ("a{b", "a{b"),
     ("(?i)abC|xY", "abcxyABCXY"),
     ("\u00e9t\u00e9|ab\u00e9", "\u00e9tab"),
+    # alternations of plain words (read in one match, built as a set of literals)
+    ("ab|ba|ab|aab", "ab"),
+    ("(ab|ba|aab)", "ab"),
+    ("x(ab|ba)y|ab", "abxy"),
+    ("(ab|ba)+", "ab"),
+    ("(ab|bab*)", "ab"),
+    ("(ab|ba){2}", "ab"),
+    ("ab|ba|", "ab"),
+    ("ab|b", "ab"),
+    ("(ab|ba))", "ab"),
+    ("(\u00e9t|t\u00e9|\u00e9\u00e9)", "\u00e9t"),
+    ("^(ab|ba)$", "ab"),
 ]
 
 _EXTRA = "x\n\u00e9\U0001f600"

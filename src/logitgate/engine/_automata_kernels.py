@@ -529,7 +529,16 @@ def canonical_dfa(trans, final, c_src, c_rule, c_dst, keep, start):
                     qn += 1
             t1, f1, cs, cr, cd = renumber(qt, qf, qs, qr, qd, keep, block[0])
             n = t1.shape[0]
-    # merge classes whose columns are equal (hashes first, then a comparison)
+    t1, group = merge_equal_classes(t1)
+    return t1, f1, cs, cr, cd, group
+
+
+@njit(nogil=True, cache=True)
+def merge_equal_classes(t1):
+    """``(table, group)``: the classes (columns) of ``t1`` that are equal merged into one, ``group[c]``
+    the merged class of old class ``c`` (numbered in order of first occurrence)."""
+    n, k = t1.shape
+    # hashes first, then a comparison
     h = np.zeros(k, dtype=np.uint64)
     for s in range(n):
         for c in range(k):
@@ -552,7 +561,7 @@ def canonical_dfa(trans, final, c_src, c_rule, c_dst, keep, start):
         for g in range(ng):
             t3[:, g] = t1[:, first_of[g]]
         t1 = t3
-    return t1, f1, cs, cr, cd, group
+    return t1, group
 
 
 @njit(nogil=True, cache=True)

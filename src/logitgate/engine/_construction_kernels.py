@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._automata_kernels import csr, grow, same_run
+from ._automata_kernels import csr, grow, merge_equal_classes, renumber, same_run
 
 OP_LIT, OP_SET, OP_EMPTY, OP_SEQ, OP_ALT, OP_REP, OP_CALL, OP_EMBED, OP_SEPREP = range(9)
 
@@ -360,6 +360,166 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
                 fs[sp, 0], fs[sp, 1] = base + emb_info[row, EMB_START], end
             sp += 1
     return OK, ns, fs[0, 0], fs[0, 1], es, ed, bs, bd, bl, cs, cd, cl
+
+
+@njit(nogil=True, cache=True)
+def literal_trie_program(pool, offs, lens, base):
+    """The program of the alternation of the literals ``pool[offs[i]:offs[i] + lens[i]]`` (sorted,
+    distinct) as a prefix tree: ``LIT`` of each shared prefix once, then the ``ALT`` of what follows
+    it (``EMPTY`` where a literal ends). Its NFA is nearly deterministic, so the subset construction
+    does not carry one NFA state per literal through every step of a large alternation (a list of
+    words, an enum). ``LIT`` offsets are ``base`` plus positions in ``pool``."""
+    n = offs.shape[0]
+    total = 0
+    longest = 0
+    for i in range(n):
+        total += lens[i]
+        longest = max(longest, lens[i])
+    # sized up front (no array is rebound in the loop): a node of the tree takes at most
+    # LIT + ALT + SEQ + EMPTY = 8 words, and a frame is open per byte of the longest literal
+    out = np.empty(8 * (total + 1) + 8, dtype=np.int32)
+    o = 0
+    # frames: items lo..hi sharing their first ``depth`` bytes; next item; fragments; SEQ on close
+    f_hi = np.empty(longest + 2, dtype=np.int64)
+    f_depth = np.empty(longest + 2, dtype=np.int64)
+    f_next = np.empty(longest + 2, dtype=np.int64)
+    f_k = np.empty(longest + 2, dtype=np.int64)
+    f_seq = np.empty(longest + 2, dtype=np.int64)
+    sp = 0
+    lo, hi, depth, seq = 0, n, 0, 0
+    opening = True
+    while True:
+        if opening:  # push the frame (lo, hi, depth, seq)
+            f_hi[sp], f_depth[sp], f_seq[sp] = hi, depth, seq
+            f_next[sp], f_k[sp] = lo, 0
+            if lens[lo] == depth:  # the shortest item (sorted first) ends here
+                out[o] = OP_EMPTY
+                o += 1
+                f_next[sp], f_k[sp] = lo + 1, 1
+            sp += 1
+            opening = False
+        f = sp - 1
+        i, hi, depth = f_next[f], f_hi[f], f_depth[f]
+        if i < hi:  # the next group: the items whose byte at ``depth`` is item i's
+            b = pool[offs[i] + depth]
+            j = i + 1
+            while j < hi and pool[offs[j] + depth] == b:
+                j += 1
+            # their common prefix is that of the first and the last (the items are sorted)
+            end = depth + 1
+            last = j - 1
+            while end < lens[i] and end < lens[last] and pool[offs[i] + end] == pool[offs[last] + end]:
+                end += 1
+            out[o], out[o + 1], out[o + 2] = OP_LIT, base + offs[i] + depth, end - depth
+            o += 3
+            f_next[f] = j
+            f_k[f] += 1
+            if j - i > 1 or lens[i] > end:
+                lo, hi, depth, seq = i, j, end, 1
+                opening = True
+            continue
+        if f_k[f] > 1:
+            out[o], out[o + 1] = OP_ALT, f_k[f]
+            o += 2
+        if f_seq[f]:
+            out[o], out[o + 1] = OP_SEQ, 2
+            o += 2
+        sp -= 1
+        if sp == 0:
+            return out[:o]
+
+
+@njit(nogil=True, cache=True)
+def literal_set_dfa(pool, offs, lens, byte_class, ncls):
+    """The canonical minimal DFA (as :func:`._automata_kernels.canonical_dfa` gives it) of the
+    literals ``pool[offs[i]:offs[i] + lens[i]]`` (sorted, distinct; every byte they use has a class
+    of its own), built without an NFA: their prefix tree, then its states merged bottom-up where
+    they have the same finality and the same merged children (the right languages of an acyclic
+    automaton are equal exactly then), then numbered breadth-first. Linear in the literals' length.
+
+    Returns ``(trans, final, group, nodes)``: ``group`` as from ``canonical_dfa``, ``nodes`` the
+    prefix tree's size.
+    """
+    n = offs.shape[0]
+    total = 1
+    for i in range(n):
+        total += lens[i]
+    # the prefix tree, nodes in preorder (children after their parent), children as sibling lists
+    child = np.full(total, -1, dtype=np.int64)  # first child
+    sibling = np.full(total, -1, dtype=np.int64)  # next child of the same parent (higher byte)
+    label = np.zeros(total, dtype=np.int64)  # class of the byte into the node
+    fin = np.zeros(total, dtype=np.uint8)
+    last = np.full(total, -1, dtype=np.int64)  # last child so far
+    longest = 0
+    for i in range(n):
+        longest = max(longest, lens[i])
+    path = np.zeros(longest + 1, dtype=np.int64)
+    nodes = 1
+    for i in range(n):
+        p = 0
+        if i > 0:  # the prefix shared with the previous literal is in the tree already
+            lim = min(lens[i], lens[i - 1])
+            while p < lim and pool[offs[i] + p] == pool[offs[i - 1] + p]:
+                p += 1
+        for d in range(p, lens[i]):
+            parent = path[d]
+            v = nodes
+            nodes += 1
+            label[v] = byte_class[pool[offs[i] + d]]
+            if last[parent] < 0:
+                child[parent] = v
+            else:
+                sibling[last[parent]] = v
+            last[parent] = v
+            path[d + 1] = v
+        fin[path[lens[i]]] = 1
+    # bottom-up merging: canon[v] = the class of v's right language (an id in order of discovery)
+    canon = np.empty(nodes, dtype=np.int64)
+    rep = np.empty(nodes, dtype=np.int64)  # a node of each class
+    size = 16
+    while size < 2 * nodes:
+        size *= 2
+    table = np.full(size, -1, dtype=np.int64)
+    mask = np.uint64(size - 1)
+    n_cls = 0
+    for v in range(nodes - 1, -1, -1):
+        h = np.uint64(fin[v] + 1) * np.uint64(1099511628211)
+        c = child[v]
+        while c >= 0:
+            h = (h ^ np.uint64(label[c] * 1000003 + canon[c])) * np.uint64(1099511628211)
+            c = sibling[c]
+        slot = h & mask
+        while True:
+            u = table[slot]
+            if u < 0:
+                table[slot] = n_cls
+                rep[n_cls] = v
+                canon[v] = n_cls
+                n_cls += 1
+                break
+            r = rep[u]
+            same = fin[r] == fin[v]
+            a, b = child[r], child[v]
+            while same and a >= 0 and b >= 0:
+                same = label[a] == label[b] and canon[a] == canon[b]
+                a, b = sibling[a], sibling[b]
+            if same and a < 0 and b < 0:
+                canon[v] = u
+                break
+            slot = (slot + np.uint64(1)) & mask
+    trans = np.full((n_cls, ncls), -1, dtype=np.int32)
+    final = np.zeros(n_cls, dtype=np.uint8)
+    for u in range(n_cls):
+        r = rep[u]
+        final[u] = fin[r]
+        c = child[r]
+        while c >= 0:
+            trans[u, label[c]] = canon[c]
+            c = sibling[c]
+    no_calls = np.zeros(0, dtype=np.int32)
+    t1, f1, _, _, _ = renumber(trans, final, no_calls, no_calls, no_calls, np.zeros(0, dtype=np.uint8), canon[0])
+    t1, group = merge_equal_classes(t1)
+    return t1, f1, group, nodes
 
 
 # ----------------------------------------------------------------------------- subset construction

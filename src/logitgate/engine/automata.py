@@ -52,6 +52,9 @@ RefResolver = Callable[[str], tuple]
 
 _NO_CALLS = np.zeros(0, dtype=np.int32)
 
+#: an alternation of at least this many literals is built as a prefix tree (one kernel call)
+_TRIE_MIN_LITERALS = 8
+
 
 def canonical_classes(signature: np.ndarray) -> np.ndarray:
     """Class id per byte for bytes grouped by equal ``signature`` rows (``[256]`` or ``[256, w]``),
@@ -210,6 +213,8 @@ class Program:
         self.lit = bytearray()
         self.sets: dict[int, int] = {}
         self.embeds: list[tuple[DFA, list[int]]] = []
+        self._literals: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see _emit_literals
+        self._literals_end = -1
 
     def _set_id(self, mask: int) -> int:
         j = self.sets.get(mask)
@@ -231,9 +236,13 @@ class Program:
         elif t is ByteSet:
             ops += (K.OP_SET, self._set_id(e.to_mask()))
         elif t is Alt:
-            for it in e.items:
+            items = e.items
+            if len(items) >= _TRIE_MIN_LITERALS and all(type(it) is Bytes for it in items):
+                self._emit_literals(sorted({it.value for it in items}))  # type: ignore[attr-defined]
+                return
+            for it in items:
                 self.emit(it, inlining)
-            ops += (K.OP_ALT, len(e.items))
+            ops += (K.OP_ALT, len(items))
         elif t is Seq:
             items = e.items
             if not items:
@@ -287,6 +296,21 @@ class Program:
         if len(items) > 1:
             self.ops += (K.OP_SEQ, len(items))
 
+    def _emit_literals(self, values: list[bytes]) -> None:
+        """The alternation of ``values`` (sorted, distinct) as a prefix tree (see
+        :func:`._construction_kernels.literal_trie_program`)."""
+        lens = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        offs = np.zeros(len(values), dtype=np.int64)
+        np.cumsum(lens[:-1], out=offs[1:])
+        pool = np.frombuffer(b"".join(values), dtype=np.uint8)
+        if not self.ops:  # perhaps the whole program: kept for determinize's direct construction
+            self._literals = (pool, offs, lens)
+        base = len(self.lit)
+        self.lit += pool.tobytes()
+        self.ops += K.literal_trie_program(pool, offs, lens, base).tolist()
+        if self._literals is not None:
+            self._literals_end = len(self.ops)
+
     def _embed(self, dfa: DFA) -> None:
         self.ops += (K.OP_EMBED, len(self.embeds))
         self.embeds.append((dfa, [self._set_id(m) for m in dfa.classes]))
@@ -310,6 +334,16 @@ class Program:
             return d, d.num_states + 1
         byte_class, mask_ptr, mask_cls = self._classes()
         ncls = int(byte_class.max()) + 1
+        if self._literals is not None and len(self.ops) == self._literals_end:  # a set of literals alone
+            trans, final, group, nodes = K.literal_set_dfa(*self._literals, byte_class, ncls)
+            if nodes + 1 > max_nfa_states:
+                raise LimitExceededError(f"grammar automaton exceeds {max_nfa_states} NFA states",
+                                         limit="max_nfa_states")
+            if trans.shape[0] > max_dfa_states:
+                raise LimitExceededError(f"grammar automaton exceeds {max_dfa_states} DFA states",
+                                         limit="max_dfa_states")
+            # minimal and canonical already (what minimize would make of it)
+            return DFA(group[byte_class].astype(np.int32), trans, final.view(bool), as_built=True), int(nodes) + 1
         info = np.zeros((len(self.embeds), 6), dtype=np.int64)
         tr, fi, mk = [np.zeros(0, np.int32)], [np.zeros(0, np.uint8)], [np.zeros(0, np.int32)]
         t_off = f_off = m_off = 0

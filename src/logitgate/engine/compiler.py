@@ -254,9 +254,11 @@ class GrammarCompiler:
                                                    "c": {"enum": ["x", 1]}, "d": {"type": "array", "items": True},
                                                    "e": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
                   "required": ["a"]}
-        for make in (lambda: Grammar.from_json_schema(schema), lambda: Grammar.from_regex(r"[a-z]+@x\.(com|org)"),
+        # (eight alternatives or more: a set of literals is a prefix tree, built by kernels of its own)
+        tlds = "|".join(("com", "org", "net", "edu", "gov", "int", "mil", "biz"))
+        for make in (lambda: Grammar.from_json_schema(schema), lambda: Grammar.from_regex(rf"[a-z]+@x\.({tlds})"),
                      lambda: Grammar.from_ebnf('root ::= "a" [0-9]+ | "(" root ")"'),
-                     lambda: Grammar.from_choices(["yes", "no"])):
+                     lambda: Grammar.from_choices(tlds.split("|"))):
             compile_rtn(make(), self.limits)  # not cached: nothing a user asked for
 
     # ------------------------------------------------------------------ front doors

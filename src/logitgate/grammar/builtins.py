@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..errors import GrammarError
-from .ir import Grammar, alt, lit
+from .ir import Grammar, literal_alt
 
 __all__ = ["builtin_json_grammar", "choices_grammar"]
 
@@ -20,11 +20,11 @@ def builtin_json_grammar(*, whitespace: str = "flexible", max_whitespace: int | 
 
 def choices_grammar(choices: Iterable[str | bytes]) -> Grammar:
     """A grammar matching exactly one of ``choices`` (str is UTF-8 encoded)."""
-    items = []
+    values = []
     for c in choices:
         if not isinstance(c, str | bytes):
             raise GrammarError(f"choices must be str or bytes, got {type(c).__name__}")
-        items.append(lit(c))
-    if not items:
+        values.append(c.encode("utf-8") if isinstance(c, str) else c)
+    if not values:
         raise GrammarError("choices_grammar needs at least one choice")
-    return Grammar({"root": alt(*items)}, root="root")
+    return Grammar({"root": literal_alt(values)}, root="root")

@@ -68,6 +68,7 @@ __all__ = [
     "is_ref_free",
     "iter_refs",
     "lit",
+    "literal_alt",
     "normalize",
     "not_",
     "register_special",
@@ -326,6 +327,19 @@ def seq(*items: Expr) -> Expr:
 
 def alt(*items: Expr) -> Expr:
     return _fresh_normal(_normalize(Alt(items)))
+
+
+def literal_alt(values: Iterable[bytes]) -> Expr:
+    """``alt(*map(lit, values))`` -- one of the given literals -- built in normal form directly (no
+    hashing of a node per literal: a list of a thousand words is common).
+
+        >>> literal_alt([b"yes", b"no", b"yes"])
+        Alt(items=(Bytes(value=b'yes'), Bytes(value=b'no')))
+    """
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) <= 1:
+        return Bytes(distinct[0]) if distinct else NOTHING
+    return _fresh_normal(Alt(tuple(map(Bytes, distinct))))
 
 
 def repeat(item: Expr, min: int = 0, max: int | None = None) -> Expr:

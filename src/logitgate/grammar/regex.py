@@ -42,7 +42,21 @@ from functools import lru_cache
 from typing import Union
 
 from ..errors import LimitExceededError, RegexError, UnsupportedFeatureError
-from .ir import EMPTY, NOTHING, Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Repeat, Seq, normalize
+from .ir import (
+    EMPTY,
+    NOTHING,
+    Alt,
+    And,
+    Bytes,
+    ByteSet,
+    Expr,
+    Grammar,
+    Not,
+    Repeat,
+    Seq,
+    literal_alt,
+    normalize,
+)
 from .utf8 import MAX_CODEPOINT, codepoint_ranges_expr, complement_codepoints, normalize_codepoint_ranges
 
 __all__ = ["MAX_DEPTH", "MAX_REPEAT", "MAX_SIZE", "regex_expr", "regex_grammar"]
@@ -189,9 +203,10 @@ class _Set:
     ranges: Ranges
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Lit:
-    """A run of plain characters (no case folding): one node instead of one set per character."""
+    """A run of plain characters (no case folding): one node instead of one set per character.
+    (Not frozen: made once per word of a large alternation, and a frozen one costs twice as much.)"""
 
     text: str
 
@@ -225,6 +240,11 @@ _Node = Union[_Set, _Lit, _Cat, _Or, _Rep, _Assert]  # noqa: UP007
 #: characters with a meaning of their own outside a class ("{" and "}" included: a literal brace
 #: is left to the general path, which tells it from a counted repeat)
 _META = frozenset("\\^$.|?*+()[]{}")
+#: a run of plain characters (none of ``_META``, no surrogate or astral code point)
+_PLAIN_RUN = re.compile(r"[^\\^$.|?*+()\[\]{}\ud800-\U0010ffff]*")
+#: an alternation of such runs, two characters or more each (what :meth:`_Parser.literal_run` takes)
+_PLAIN_ALTERNATION = re.compile(r"[^\\^$.|?*+()\[\]{}\ud800-\U0010ffff]{2,}"
+                                r"(?:\|[^\\^$.|?*+()\[\]{}\ud800-\U0010ffff]{2,})+")
 
 _BRACE = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
 _BRACE_NO_MIN = re.compile(r"\{,[0-9]*\}")
@@ -276,6 +296,11 @@ class _Parser:
         return node
 
     def alternation(self) -> _Node:
+        if not self.ignorecase:  # words, the usual large alternation, in one match
+            m = _PLAIN_ALTERNATION.match(self.p, self.i)
+            if m is not None and (m.end() == self.n or self.p[m.end()] == ")"):
+                self.i = m.end()
+                return _Or(tuple(map(_Lit, m.group().split("|"))))
         branches = [self.sequence()]
         while self.peek() == "|":
             self.i += 1
@@ -302,9 +327,8 @@ class _Parser:
     def literal_run(self) -> _Lit | None:
         """Two or more plain characters at the cursor (a quantifier after them takes the last one
         alone, so that one is left out), as one node; None if there are not two."""
-        p, j = self.p, self.i
-        while j < self.n and p[j] not in _META and p[j] < "\ud800":
-            j += 1
+        p = self.p
+        j = _PLAIN_RUN.match(p, self.i).end()  # type: ignore[union-attr]
         if j < self.n and p[j] in "*+?{":
             j -= 1
         if j - self.i < 2:
@@ -788,6 +812,9 @@ class _Translator:
             what = "word boundary \\b (except first/last next to a word character)"
             raise _unsupported(what if node.kind == "wordb" else "\\B", self.pattern, node.pos)
         if isinstance(node, _Or):
+            if self.encode is codepoint_ranges_expr and all(type(x) is _Lit for x in node.items):
+                # words (the usual large alternation): their UTF-8 bytes, each once
+                return (literal_alt(x.text.encode("utf-8") for x in node.items), NOTHING, NOTHING, NOTHING)  # type: ignore[union-attr]
             parts = [self.tr(x) for x in node.items]
             if all(_plain(p) for p in parts):  # no anchors inside (the usual case)
                 return (_alt(p[0] for p in parts), NOTHING, NOTHING, NOTHING)
@@ -843,6 +870,9 @@ class _Translator:
         and its four anchor classes are combined (fullmatch) or wrapped in ``.*`` (search)."""
         branches = node.items if isinstance(node, _Or) else (node,)
         groups: dict[tuple[bool, bool], list[_Classes]] = {}
+        if isinstance(node, _Or) and all(type(b) is _Lit for b in branches):  # words: no anchors, no \b
+            groups[(False, False)] = [self.tr(node)]
+            branches = ()
         for branch in branches:
             items = list(branch.items) if isinstance(branch, _Cat) else [branch]
             lead = trail = False
@@ -890,7 +920,9 @@ def _estimate(e: Expr, memo: dict[int, int]) -> int:
     elif isinstance(e, Repeat):
         n = _estimate(e.item, memo) * max(1, e.max if e.max is not None else e.min + 1)
     else:
-        n = sum(_estimate(x, memo) for x in e.children())
+        n = 0
+        for x in e.children():
+            n += len(x.value) if type(x) is Bytes else _estimate(x, memo)  # type: ignore[attr-defined]
     memo[key] = n
     return n
 
