@@ -15,7 +15,7 @@ import pytest
 
 import logitgate as lg
 from logitgate.engine.masks import compute_state_mask
-from logitgate.engine.slices import SliceSet, survival_depth
+from logitgate.engine.slices import SliceSet
 from logitgate.tokenizer.bundled import bundled_available, load_bundled
 
 pytestmark = pytest.mark.skipif(not bundled_available("llama3"), reason="needs quicktok-v1 (test extra)")
@@ -91,12 +91,13 @@ def test_masks_with_slices_equal_whole_trie_walks(compiler, k):
 @pytest.mark.parametrize("max_len", [0, 1, 5, 10, 11, 29, 30, 31, 100])
 def test_survival_depth_of_bounded_strings(compiler, max_len):
     cg = compiler.compile_json_schema({"type": "string", "maxLength": max_len})
-    cover = next(sl.cover for sl in cg._runtime.slices if sl.name.startswith("json"))
+    slices = cg._runtime.slices
+    k = _json_cover(slices)
     m = lg.GrammarMatcher(cg)
     assert m.accept_string('"')
     for used in range(min(max_len, 35) + 1):
         (state,) = {int(x) for x in m._top}
-        h = survival_depth(cover, state, cg.rtn, limit=30)
+        h = slices.survival_depth(k, state, cg.rtn)
         left = max_len - used
         # exact below the limit; at or above it, anything from the limit to the true depth
         assert (h == left) if left < 30 else (30 <= h <= left), (max_len, used, h)
@@ -106,11 +107,19 @@ def test_survival_depth_of_bounded_strings(compiler, max_len):
 
 def test_unbounded_string_survives_everything(compiler):
     cg = compiler.compile_json_schema({"type": "string"})
-    cover = next(sl.cover for sl in cg._runtime.slices if sl.name.startswith("json"))
+    slices = cg._runtime.slices
     m = lg.GrammarMatcher(cg)
     assert m.accept_string('"ab')
     (state,) = {int(x) for x in m._top}
-    assert survival_depth(cover, state, cg.rtn, limit=30) == math.inf
+    assert slices.survival_depth(_json_cover(slices), state, cg.rtn) == math.inf
+
+
+def _json_cover(slices: SliceSet) -> int:
+    """Index of the JSON-string cover (its longest bounded slice: 30 characters)."""
+    cover = next(sl.cover for sl in slices if sl.name.startswith("json"))
+    k = next(k for k, (c, _, _) in enumerate(slices.covers) if c is cover)
+    assert slices.covers[k][1] == 30
+    return k
 
 
 def _cover_edges_by_numpy(cover, rtn):
@@ -128,30 +137,46 @@ def _cover_edges_by_numpy(cover, rtn):
 
 
 def test_cover_edges_kernel_matches_numpy(compiler):
-    from logitgate.engine.slices import _CoverEdges
-
+    """Every cover's search input, made for all covers in one kernel call, is what numpy makes of it."""
     for schema in SCHEMAS:
         cg = compiler.compile_json_schema(schema)
-        for cover, _, _ in cg._runtime.slices.covers:
-            ce = _CoverEdges.of(cover, cg.rtn)
-            got = [*ce.arrays, ce.first_classes, ce.boundary]
+        slices = cg._runtime.slices
+        for k, (cover, _, _) in enumerate(slices.covers):
+            got = slices.cover_edges(k, cg.rtn)
             for a, b in zip(got, _cover_edges_by_numpy(cover, cg.rtn), strict=True):
                 assert a.tolist() == b.astype(np.int64).tolist(), schema
 
 
-def test_dying_covers_agrees_with_one_check_per_cover(compiler):
-    from logitgate.engine._survival import dies_at_once, dying_covers
-    from logitgate.engine.slices import _CoverEdges, _first_classes
+def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler):
+    """A slice is taken whole iff its cover's survival depth reaches its bound, with one latitude:
+    a depth known only to reach the longest bounded slice (through a wider cover) may leave an
+    unbounded slice to be walked."""
+    from logitgate.engine._survival import dies_at_once
 
     for schema in SCHEMAS:
         cg = compiler.compile_json_schema(schema)
-        rtn, covers = cg.rtn, cg._runtime.slices.covers
-        arrays = _first_classes(covers, rtn)
-        per_cover = [_CoverEdges.of(cover, rtn).first_classes for cover, _, _ in covers]
+        rtn, slices = cg.rtn, cg._runtime.slices
+        index = {id(c): k for k, (c, _, _) in enumerate(slices.covers)}
         for s in range(rtn.num_states):
-            mask = dying_covers(s, rtn.trans, rtn.num_classes, rtn.chain_ptr, *arrays)
-            assert mask == sum(1 << k for k, fc in enumerate(per_cover)
-                               if dies_at_once(s, rtn.trans, rtn.num_classes, rtn.chain_ptr, fc)), (schema, s)
+            bitsets, starts, ends = slices.walk_plan(s, rtn)
+            taken = {id(b) for b in bitsets}
+            walked = set(zip(starts.tolist(), ends.tolist(), strict=True))
+            for sl in slices:
+                whole = id(sl.bitset) in taken
+                assert whole != ((sl.first, sl.end) in walked) or sl.first == sl.end, (schema, s, sl.name)
+                if sl.cover is None:
+                    assert not whole
+                    continue
+                k = index[id(sl.cover)]
+                first = slices.cover_edges(k, rtn)[5]
+                if dies_at_once(s, rtn.trans, rtn.num_classes, rtn.chain_ptr, first):
+                    assert not whole, (schema, s, sl.name)
+                    continue
+                h = slices.survival_depth(k, s, rtn)
+                if sl.max_chars is not None:
+                    assert whole == (sl.max_chars <= h), (schema, s, sl.name, h)
+                elif whole:
+                    assert h == math.inf, (schema, s, sl.name)
 
 
 @pytest.mark.parametrize("density", [0.0, 1e-4, 0.003, 0.2, 1.0])

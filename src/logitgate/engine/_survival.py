@@ -17,6 +17,14 @@ from ._automata_kernels import grow, same_run
 INFINITE = -1
 #: a lower bound meaning "survives everything" (lower bounds are int16)
 LOWER_INF = 32767
+#: a depth meaning "survives everything" in :func:`plan_state`'s depths and memo (int32)
+DEPTH_INF = 1 << 30
+#: a memo entry not searched yet
+UNKNOWN_DEPTH = -2
+#: states with at most this many call chains first look up (or search) their entry states' depths
+MAX_ENTRIES_TRIED = 4
+#: columns of :func:`cover_tables`'s offsets: where a cover's rows start in each concatenated array
+T_PTR, T_EDGE, T_CLS_PTR, T_CLS, T_FIRST, T_STATE = range(6)
 
 _UNSEEN = np.int64(1) << 62
 _UNKNOWN = -3  # successor not computed yet
@@ -123,21 +131,6 @@ def cover_edges(c_byte_class, c_trans, c_final, c_start, g_byte_class, g_ncls):
                     break
             boundary[q] = 1 if same else 0
     return edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary
-
-
-@njit(nogil=True, cache=True)
-def dying_covers(state, trans, ncls, chain_ptr, first_classes, first_ptr):
-    """Bit ``k`` set when :func:`dies_at_once` holds for cover ``k`` (its first classes are
-    ``first_classes[first_ptr[k]:first_ptr[k + 1]]``): every cover in one call."""
-    mask = 0
-    if chain_ptr[state] != chain_ptr[state + 1]:
-        return mask
-    for k in range(first_ptr.shape[0] - 1):
-        for j in range(first_ptr[k], first_ptr[k + 1]):
-            if trans[state * ncls + first_classes[j]] < 0:
-                mask |= 1 << k
-                break
-    return mask
 
 
 @njit(nogil=True, cache=True)
@@ -325,3 +318,154 @@ def _search(
                         q_dist[tail] = d2
                         tail += 1
     return INFINITE, set_data, set_off, n_sets, dist, nq
+
+
+# ----------------------------------------------------------------------------- all covers at once
+
+
+@njit(nogil=True, cache=True)
+def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_class, g_ncls):
+    """:func:`cover_edges` of every cover (padded tables ``c_trans[k, :c_nq[k], :c_nc[k]]``) in one
+    grammar's classes, laid end to end: ``(offsets, edge_ptr, edge_to, edge_final, edge_cls_ptr,
+    edge_cls, first, boundary)``, cover ``k``'s part of each array starting at ``offsets[k, T_*]``
+    (row ``K`` holds the totals)."""
+    nk = c_start.shape[0]
+    off = np.zeros((nk + 1, 6), dtype=np.int64)
+    for k in range(nk):  # sizes
+        ep, et, _, ecp, ec, fc, bd = cover_edges(c_byte_class[k], c_trans[k, :c_nq[k], :c_nc[k]], c_final[k, :c_nq[k]],
+                                                 c_start[k], g_byte_class, g_ncls)
+        off[k + 1, T_PTR] = off[k, T_PTR] + ep.shape[0]
+        off[k + 1, T_EDGE] = off[k, T_EDGE] + et.shape[0]
+        off[k + 1, T_CLS_PTR] = off[k, T_CLS_PTR] + ecp.shape[0]
+        off[k + 1, T_CLS] = off[k, T_CLS] + ec.shape[0]
+        off[k + 1, T_FIRST] = off[k, T_FIRST] + fc.shape[0]
+        off[k + 1, T_STATE] = off[k, T_STATE] + bd.shape[0]
+    edge_ptr = np.empty(off[nk, T_PTR], dtype=np.int64)
+    edge_to = np.empty(off[nk, T_EDGE], dtype=np.int64)
+    edge_final = np.empty(off[nk, T_EDGE], dtype=np.int64)
+    edge_cls_ptr = np.empty(off[nk, T_CLS_PTR], dtype=np.int64)
+    edge_cls = np.empty(off[nk, T_CLS], dtype=np.int64)
+    first = np.empty(off[nk, T_FIRST], dtype=np.int64)
+    boundary = np.empty(off[nk, T_STATE], dtype=np.uint8)
+    for k in range(nk):
+        ep, et, ef, ecp, ec, fc, bd = cover_edges(c_byte_class[k], c_trans[k, :c_nq[k], :c_nc[k]],
+                                                  c_final[k, :c_nq[k]], c_start[k], g_byte_class, g_ncls)
+        edge_ptr[off[k, T_PTR]:off[k + 1, T_PTR]] = ep
+        edge_to[off[k, T_EDGE]:off[k + 1, T_EDGE]] = et
+        edge_final[off[k, T_EDGE]:off[k + 1, T_EDGE]] = ef
+        edge_cls_ptr[off[k, T_CLS_PTR]:off[k + 1, T_CLS_PTR]] = ecp
+        edge_cls[off[k, T_CLS]:off[k + 1, T_CLS]] = ec
+        first[off[k, T_FIRST]:off[k + 1, T_FIRST]] = fc
+        boundary[off[k, T_STATE]:off[k + 1, T_STATE]] = bd
+    return off, edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary
+
+
+@njit(nogil=True, cache=True)
+def _quick_depth(k, s, trans, ncls, chain_ptr, off, first, limit, lower, memo):
+    """Cover ``k``'s survival depth of ``s`` when known without a search, else ``UNKNOWN_DEPTH``."""
+    if dies_at_once(s, trans, ncls, chain_ptr, first[off[k, T_FIRST]:off[k + 1, T_FIRST]]):
+        return 0
+    known = lower[k, s]
+    if known >= limit:
+        return DEPTH_INF if known == LOWER_INF else np.int64(known)
+    return np.int64(memo[k, s])
+
+
+@njit(nogil=True, cache=True)
+def cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, off, edge_ptr, edge_to,
+                edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, max_pairs):
+    """Cover ``k``'s survival depth of ``state`` (``DEPTH_INF``: everything survives), searched unless
+    known (see :func:`logitgate.engine.slices.SliceSet.survival_depth`); searches are remembered in
+    ``memo[k]`` and the bounds they prove in ``lower[k]``.
+
+    A state with at most ``MAX_ENTRIES_TRIED`` call chains first looks at the rules its chains
+    enter: when one of them survives everything, so does the state (one member of a state set
+    surviving a string is enough). Their depths are found the same way (a stack, not recursion).
+    """
+    limit = c_limit[k]
+    r = _quick_depth(k, state, trans, ncls, chain_ptr, off, first, limit, lower, memo)
+    if r != UNKNOWN_DEPTH:
+        return r
+    e0, e1 = off[k, T_EDGE], off[k + 1, T_EDGE]
+    q0, q1 = off[k, T_STATE], off[k + 1, T_STATE]
+    stack_s = np.empty(64, dtype=np.int64)
+    stack_j = np.empty(64, dtype=np.int64)
+    stack_s[0], stack_j[0] = state, chain_ptr[state]
+    sp = 1
+    while sp > 0:
+        s = stack_s[sp - 1]
+        j = stack_j[sp - 1]
+        lo, hi = chain_ptr[s], chain_ptr[s + 1]
+        result = UNKNOWN_DEPTH
+        pushed = False
+        if 0 < hi - lo <= MAX_ENTRIES_TRIED:
+            while j < hi:
+                t = chain_target[j]
+                seen = t == s
+                for x in range(lo, j):
+                    if chain_target[x] == t:
+                        seen = True
+                        break
+                if not seen:
+                    rt = _quick_depth(k, t, trans, ncls, chain_ptr, off, first, limit, lower, memo)
+                    if rt == DEPTH_INF:
+                        result = DEPTH_INF
+                        break
+                    if rt == UNKNOWN_DEPTH and sp < stack_s.shape[0]:  # (deeper: the search decides)
+                        stack_j[sp - 1] = j
+                        stack_s[sp], stack_j[sp] = t, chain_ptr[t]
+                        sp += 1
+                        pushed = True
+                        break
+                j += 1
+        if pushed:
+            continue
+        if result == UNKNOWN_DEPTH:
+            # twice as deep as asked: the bounds it leaves for the states ahead then reach the limit
+            h = survival_search(s, 2 * limit, max_pairs, trans, ncls, chain_ptr, chain_target, c_start[k],
+                                edge_ptr[off[k, T_PTR]:off[k + 1, T_PTR]], edge_to[e0:e1], edge_final[e0:e1],
+                                edge_cls_ptr[off[k, T_CLS_PTR]:off[k + 1, T_CLS_PTR]],
+                                edge_cls[off[k, T_CLS]:off[k + 1, T_CLS]], boundary[q0:q1], lower[k])
+            result = DEPTH_INF if h == INFINITE else h
+        memo[k, s] = result
+        sp -= 1
+    return np.int64(memo[k, state])
+
+
+@njit(nogil=True, cache=True)
+def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_wider, off, edge_ptr, edge_to,
+               edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, max_pairs,
+               s_cover, s_max, s_first, s_end, take, starts, ends):
+    """Which slices ``state`` accepts whole (``take[j]``) and the trie ranges of the others
+    (``starts``/``ends``, their count returned): see :meth:`logitgate.engine.slices.SliceSet.walk_plan`.
+
+    Covers come widest character set first; ``c_wider[k]`` has bit ``w`` for each cover ``w`` whose
+    survival of a string implies cover ``k``'s. Slice ``j`` holds strings of cover ``s_cover[j]``
+    (-1: the remainder) of at most ``s_max[j]`` characters (-1: no bound).
+    """
+    nk = c_start.shape[0]
+    depth = np.zeros(nk, dtype=np.int64)
+    for k in range(nk):
+        if dies_at_once(state, trans, ncls, chain_ptr, first[off[k, T_FIRST]:off[k + 1, T_FIRST]]):
+            continue  # (most states: no search, no memo)
+        known = -1
+        for w in range(nk):
+            if (c_wider[k] >> w) & 1 and depth[w] > known:
+                known = depth[w]
+        if known >= c_limit[k]:  # a narrower set survives at least as deep as a wider one
+            depth[k] = known
+        else:
+            depth[k] = cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, off, edge_ptr,
+                                   edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, max_pairs)
+    n = 0
+    for j in range(s_cover.shape[0]):
+        c = s_cover[j]
+        whole = False
+        if c >= 0:
+            whole = depth[c] == DEPTH_INF if s_max[j] < 0 else s_max[j] <= depth[c]
+        take[j] = whole
+        if not whole and s_end[j] > s_first[j]:
+            starts[n] = s_first[j]
+            ends[n] = s_end[j]
+            n += 1
+    return n

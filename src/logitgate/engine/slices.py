@@ -18,7 +18,7 @@ from the state by byte steps inside its rule frame (transitions, or entering a r
 call chain), so every token in it is accepted. Survival is prefix-closed, so one search per
 family answers for all its slices: the *survival depth* of a state, the largest ``H`` such that
 every ``C``-string of at most ``H`` characters survives, is the fewest complete characters before
-some byte dies (:func:`survival_depth`). ``C{lo,hi}`` is contained iff ``hi <= H``, ``C{31,}``
+some byte dies (:meth:`SliceSet.survival_depth`). ``C{lo,hi}`` is contained iff ``hi <= H``, ``C{31,}``
 iff nothing ever dies. A bounded string (``maxLength``) with ``r`` characters left has
 ``H = r``. Families nest, so a state that survives every JSON-string run survives every word.
 A prefixed family (`` C+``) counts the characters after its prefix; its searches prove nothing
@@ -27,6 +27,7 @@ for the states they pass (from there on only ``C`` is read, not the prefix again
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -36,10 +37,25 @@ import numpy as np
 from ..grammar.ir import Repeat, lit, seq
 from ..grammar.utf8 import codepoint_ranges_expr
 from ..tokenizer.trie import TokenTrie
-from ._survival import INFINITE, LOWER_INF, cover_edges, dies_at_once, dying_covers, survival_search
+from ._survival import (
+    DEPTH_INF,
+    T_CLS,
+    T_CLS_PTR,
+    T_EDGE,
+    T_FIRST,
+    T_PTR,
+    T_STATE,
+    UNKNOWN_DEPTH,
+    cover_depth,
+    cover_tables,
+    plan_state,
+)
 from .automata import DFA, minimize, standalone_dfa
 
-__all__ = ["DEFAULT_SLICE_BOUNDS", "Slice", "SliceSet", "build_slices", "slice_contained", "survival_depth"]
+__all__ = ["DEFAULT_SLICE_BOUNDS", "MAX_PAIRS", "Slice", "SliceSet", "build_slices"]
+
+#: pairs a survival search visits before it stops (with a smaller, still correct, depth)
+MAX_PAIRS = 1024
 
 #: (min chars, max chars or None) of the default JSON-string slices
 DEFAULT_SLICE_BOUNDS: tuple[tuple[int, int | None], ...] = ((1, 10), (11, 30), (31, None))
@@ -131,73 +147,109 @@ class SliceSet:
         """One remainder slice holding every token of ``trie`` (no slice can be skipped)."""
         return cls([Slice("all", None, None, trie.tok_ids, bitset, 1, trie.num_nodes)], trie)
 
-    def survival_depths(self, state: int, rtn) -> dict[int, float]:
-        """Survival depth of ``state`` per cover (by ``id``), widest character set first.
-
-        A narrower set survives at least as deep as a wider one (fewer strings must survive): when
-        a wider set's depth reaches this one's limit, that depth stands in for it (a lower bound
-        deciding its bounded slices; at worst a small unbounded slice is walked instead of taken).
-        Covers whose first characters die at once are found in one call (most states are narrow).
-        """
-        return self._depths(state, rtn, self._dying(state, rtn))
-
     def walk_plan(self, state: int, rtn) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
         """``(bitsets, starts, ends)``: the bitsets of the slices ``state`` accepts whole, and the
-        trie ranges of the others (to walk)."""
-        dying = self._dying(state, rtn)
-        if dying == (1 << len(self.covers)) - 1:  # no slice is taken whole: walk them all
-            ranges = self.__dict__.get("_all_ranges")
-            if ranges is None:
-                walked = [sl for sl in self.slices if sl.end > sl.first]
-                ranges = self.__dict__["_all_ranges"] = (np.array([sl.first for sl in walked], dtype=np.int32),
-                                                         np.array([sl.end for sl in walked], dtype=np.int32))
-            return [], *ranges
-        depths = self._depths(state, rtn, dying)
-        bitsets: list[np.ndarray] = []
-        starts, ends = [], []
-        for sl in self.slices:
-            if sl.cover is not None and slice_contained(sl, depths[id(sl.cover)]):
-                bitsets.append(sl.bitset)
-            elif sl.end > sl.first:
-                starts.append(sl.first)
-                ends.append(sl.end)
-        return bitsets, np.array(starts, dtype=np.int32), np.array(ends, dtype=np.int32)
+        trie ranges of the others (to walk). One kernel call (:func:`._survival.plan_state`)."""
+        p = self._plan(rtn)
+        n_sl = len(self.slices)
+        take = np.empty(n_sl, dtype=np.uint8)
+        starts = np.empty(n_sl, dtype=np.int32)
+        ends = np.empty(n_sl, dtype=np.int32)
+        n = plan_state(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target, *self._cover_params,
+                       *p.tables, p.lower, p.memo, MAX_PAIRS, *self._slice_params, take, starts, ends)
+        bitsets = [self.slices[j].bitset for j in np.flatnonzero(take).tolist()] if n < n_sl else []
+        return bitsets, starts[:n], ends[:n]
 
-    def _dying(self, state: int, rtn) -> int:
-        """Bit ``k``: cover ``k``'s first characters die at once from ``state``."""
-        first = _cached(rtn, "_cover_first", dict)
-        arrays = first.get(id(self))
-        if arrays is None:
-            arrays = first[id(self)] = _first_classes(self.covers, rtn)
-        return int(dying_covers(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, *arrays))
+    def survival_depth(self, k: int, state: int, rtn) -> float:
+        """The largest ``H`` such that every string of cover ``k`` (``self.covers[k]``) with at most
+        ``H`` characters survives from ``state`` by byte steps inside its frame; ``math.inf`` if
+        every string does.
 
-    def _depths(self, state: int, rtn, dying: int) -> dict[int, float]:
-        depths: dict[int, float] = {}
-        for k, (cover, limit, wider) in enumerate(self.covers):
-            if dying >> k & 1:  # a character starting this cover's strings dies at once
-                depths[id(cover)] = 0.0
-                continue
-            known = max((depths[id(w)] for w in wider), default=-1.0)
-            depths[id(cover)] = known if known >= limit else survival_depth(cover, state, rtn, limit)
-        return depths
+        A byte step follows a transition or enters a rule through a call chain (an object key
+        may be a declared name or a shared "other key" rule); the grammar side of the search is
+        the *set* of states reachable so far, so no alternative is missed. Leaving the frame
+        (pops) is not followed, which can only make ``H`` smaller: safe. A 0-1 breadth-first
+        search over (cover state, state set) pairs ordered by characters completed (the cover's
+        final states end a character); the first dying byte found gives ``H``. Below the cover's
+        limit (its longest bounded slice) the answer is exact; at or above it, it is some value
+        between the limit and ``H``, which decides the same slices. After ``MAX_PAIRS`` pairs the
+        search stops with a smaller, still correct, answer.
+
+        A state whose call chains enter a rule that alone survives everything (an object key
+        that is a declared name or any other string) survives everything too. A search also
+        proves a depth for every state it reaches alone after ``d`` characters (``H - d``) and
+        runs to twice the limit, so along a bounded string one search serves the next states
+        too. Results are remembered per grammar.
+        """
+        p = self._plan(rtn)
+        h = cover_depth(k, state, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target,
+                        *self._cover_params[:2], *p.tables, p.lower, p.memo, MAX_PAIRS)
+        return math.inf if h == DEPTH_INF else float(h)
+
+    def cover_edges(self, k: int, rtn) -> tuple[np.ndarray, ...]:
+        """Cover ``k``'s search input in ``rtn``'s classes (as :func:`._survival.cover_edges` gives it)."""
+        off, *arrays = self._plan(rtn).tables
+        cols = (T_PTR, T_EDGE, T_EDGE, T_CLS_PTR, T_CLS, T_FIRST, T_STATE)
+        return tuple(a[off[k, c]:off[k + 1, c]] for a, c in zip(arrays, cols, strict=True))
+
+    def _plan(self, rtn) -> _Plan:
+        plans = rtn.__dict__.get("_slice_plans")
+        if plans is None:
+            plans = rtn.__dict__["_slice_plans"] = {}
+        p = plans.get(id(self))
+        if p is None:
+            c = self._cover_arrays
+            tables = cover_tables(c["byte_class"], c["trans"], c["final"], c["nq"], c["nc"], c["start"],
+                                  rtn.byte_class, rtn.num_classes)
+            shape = (len(self.covers), rtn.num_states)
+            p = plans[id(self)] = _Plan(tables, np.full(shape, -1, dtype=np.int16),
+                                        np.full(shape, UNKNOWN_DEPTH, dtype=np.int32))
+        return p
+
+    @functools.cached_property
+    def _cover_arrays(self) -> dict[str, np.ndarray]:
+        """The cover automata as padded arrays (the input of :func:`._survival.cover_tables`)."""
+        dfas = [cover for cover, _, _ in self.covers]
+        nk = len(dfas)
+        nq = np.array([d.num_states for d in dfas], dtype=np.int64)
+        nc = np.array([d.num_classes for d in dfas], dtype=np.int64)
+        trans = np.full((nk, max(nq, default=1), max(nc, default=1)), -1, dtype=np.int32)
+        final = np.zeros((nk, max(nq, default=1)), dtype=np.uint8)
+        byte_class = np.zeros((nk, 256), dtype=np.int32)
+        for k, d in enumerate(dfas):
+            trans[k, :d.num_states, :d.num_classes] = d.trans
+            final[k, :d.num_states] = d.final
+            byte_class[k] = d.byte_class
+        return {"byte_class": byte_class, "trans": trans, "final": final, "nq": nq, "nc": nc,
+                "start": np.array([d.start for d in dfas], dtype=np.int64)}
+
+    @functools.cached_property
+    def _cover_params(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(start, limit, wider)`` per cover (see :func:`._survival.plan_state`)."""
+        index = {id(cover): k for k, (cover, _, _) in enumerate(self.covers)}
+        wider = [sum(1 << index[id(w)] for w in ws) for _, _, ws in self.covers]
+        return (self._cover_arrays["start"], np.array([lim for _, lim, _ in self.covers], dtype=np.int64),
+                np.array(wider, dtype=np.int64))
+
+    @functools.cached_property
+    def _slice_params(self) -> tuple[np.ndarray, ...]:
+        """``(cover index, max chars, first, end)`` per slice (-1: no cover, no bound)."""
+        index = {id(cover): k for k, (cover, _, _) in enumerate(self.covers)}
+        sl = self.slices
+        return (np.array([index[id(x.cover)] if x.cover is not None else -1 for x in sl], dtype=np.int64),
+                np.array([x.max_chars if x.max_chars is not None else -1 for x in sl], dtype=np.int64),
+                np.array([x.first for x in sl], dtype=np.int64), np.array([x.end for x in sl], dtype=np.int64))
 
 
-def _cover_edges_of(cover: DFA, rtn) -> _CoverEdges:
-    """The search input of ``cover`` in ``rtn``'s byte classes (made once per grammar and cover)."""
-    edges = _cached(rtn, "_cover_edges", dict)
-    ce = edges.get(id(cover))
-    if ce is None:
-        ce = edges[id(cover)] = _CoverEdges.of(cover, rtn)
-    return ce
+@dataclass
+class _Plan:
+    """Per grammar and slice set: the covers' search input in the grammar's classes
+    (:func:`._survival.cover_tables`), survival depths proved so far per cover and state (``lower``,
+    int16, -1: none) and the depths searched (``memo``, int32, ``UNKNOWN_DEPTH``: not yet)."""
 
-
-def _first_classes(covers, rtn) -> tuple[np.ndarray, np.ndarray]:
-    """Per cover, the grammar's byte classes a first character can start with (concatenated, with
-    offsets): the input of :func:`dying_covers`."""
-    parts = [_cover_edges_of(cover, rtn).first_classes for cover, _, _ in covers]
-    ptr = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([p.shape[0] for p in parts], out=ptr[1:])
-    return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)), ptr
+    tables: tuple[np.ndarray, ...]
+    lower: np.ndarray
+    memo: np.ndarray
 
 
 def _cover_dfa(chars, prefix: str = "") -> DFA:
@@ -256,94 +308,3 @@ def _bitset(ids: np.ndarray, num_words: int) -> np.ndarray:
         np.bitwise_or.at(bits.view(np.uint32), ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
     return bits
 
-
-def slice_contained(sl: Slice, depth: float) -> bool:
-    """Is every token of ``sl`` accepted by a state of survival depth ``depth``?"""
-    if sl.cover is None:
-        return False
-    return depth == math.inf if sl.max_chars is None else sl.max_chars <= depth
-
-
-def survival_depth(cover: DFA, state: int, rtn, limit: int, max_pairs: int = 1024) -> float:
-    """The largest ``H`` such that every string of ``cover`` with at most ``H`` characters
-    survives from ``state`` by byte steps inside its frame; ``math.inf`` if every string does.
-
-    A byte step follows a transition or enters a rule through a call chain (an object key
-    may be a declared name or a shared "other key" rule); the grammar side of the search is
-    the *set* of states reachable so far, so no alternative is missed. Leaving the frame
-    (pops) is not followed, which can only make ``H`` smaller: safe. A 0-1 breadth-first
-    search over (cover state, state set) pairs ordered by characters completed (``cover``'s
-    final states end a character); the first dying byte found gives ``H``. Below ``limit`` (the
-    longest bounded slice) the answer is exact; at or above it, it is some value between
-    ``limit`` and ``H``, which decides the same slices. After ``max_pairs`` pairs the search stops
-    with a smaller, still correct, answer.
-
-    A state whose call chains enter a rule that alone survives everything (an object key that
-    is a declared name or any other string) survives everything too: the depths of the entry
-    states of states with few chains are searched once per grammar and remembered. A search
-    also proves a depth for every state it reaches alone after ``d`` characters (``H - d``) and
-    runs to twice the limit, so along a bounded string one search serves the next states too.
-    """
-    ce = _cover_edges_of(cover, rtn)
-    if dies_at_once(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, ce.first_classes):
-        return 0.0
-    known = int(ce.lower[state])  # proved by an earlier search that reached this state
-    if known >= limit:
-        return math.inf if known == LOWER_INF else float(known)
-    memo = _cached(rtn, "_survival_memo", dict, cap=_MEMO_CAP)
-    key = (id(cover), state, limit, max_pairs)
-    h = memo.get(key)
-    if h is None:
-        h = _survival_search(cover, state, rtn, limit, max_pairs)
-        memo[key] = h
-    return h
-
-
-#: entries of the per-grammar survival-depth memo before it is emptied
-_MEMO_CAP = 20_000
-
-#: states with at most this many call chains first look up (or search) their entry states' depths
-_MAX_ENTRIES_TRIED = 4
-
-
-def _survival_search(cover: DFA, state: int, rtn, limit: int, max_pairs: int) -> float:
-    lo, hi = int(rtn.chain_ptr[state]), int(rtn.chain_ptr[state + 1])
-    if 0 < hi - lo <= _MAX_ENTRIES_TRIED:
-        # one member of the state set surviving a string is enough for the set to survive it
-        for t in dict.fromkeys(rtn.chain_target[lo:hi].tolist()):
-            if t != state and survival_depth(cover, t, rtn, limit, max_pairs) == math.inf:
-                return math.inf
-    ce = _cover_edges_of(cover, rtn)
-    # twice as deep as asked: the bounds it leaves for the states ahead then reach the limit
-    h = survival_search(state, 2 * limit, max_pairs, rtn.trans, rtn.num_classes, rtn.chain_ptr,
-                        rtn.chain_target, cover.start, *ce.arrays, ce.boundary, ce.lower)
-    return math.inf if h == INFINITE else float(h)
-
-
-
-@dataclass
-class _CoverEdges:
-    """A cover automaton's edges in one grammar's byte classes (the search's input), the grammar
-    classes a first character can start with, and survival depths proved so far."""
-
-    arrays: tuple[np.ndarray, ...]
-    first_classes: np.ndarray
-    lower: np.ndarray  # int16 per grammar state: survival depth proved by searches so far (-1: none)
-    #: cover states where a search may prove depths for the grammar states it reached: character
-    #: boundaries from which every string of the cover can still be read (final states with the
-    #: start's transitions: all of them for ``C+``, none for a prefixed cover such as `` C+``)
-    boundary: np.ndarray
-
-    @classmethod
-    def of(cls, cover: DFA, rtn) -> _CoverEdges:
-        *arrays, first, boundary = cover_edges(cover.byte_class, cover.trans, cover.final.view(np.uint8),
-                                               cover.start, rtn.byte_class, rtn.num_classes)
-        return cls(tuple(arrays), first, np.full(rtn.num_states, -1, dtype=np.int16), boundary)
-
-
-def _cached(obj, name: str, make, cap: int | None = None):
-    """A cache kept on ``obj`` (a grammar's RTN or a DFA) under ``name``; remade past ``cap`` entries."""
-    cache = obj.__dict__.get(name)
-    if cache is None or (cap is not None and len(cache) > cap):
-        cache = obj.__dict__[name] = make()
-    return cache
