@@ -94,6 +94,8 @@ class Lexer:
         """Content of a JSON string equal to ``s`` (without quotes)."""
         if self.literal_spellings == "all":
             return string_literal(s, all_spellings=True)
+        if s.isascii():  # (most keys and enum values) one spelling
+            return string_literal(s)
         parts: list[Expr] = []
         run: list[str] = []
         for ch in s:
@@ -111,6 +113,8 @@ class Lexer:
         return seq(*parts)
 
     def str_literal(self, s: str) -> Expr:
+        if s.isascii() and self.literal_spellings != "all":  # the quoted literal at once
+            return lit(json.dumps(s))
         return seq(lit('"'), self.str_content_literal(s), lit('"'))
 
     def all_spellings(self, s: str) -> Expr:
