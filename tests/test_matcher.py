@@ -67,6 +67,30 @@ def test_rollback_restores_earlier_state(seed: int, n: int, k: int) -> None:
     assert mask_of(m) == mask_of(fresh)
 
 
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 16), k=st.integers(0, 4))
+def test_can_terminate_after_steps_rollbacks_and_pool_growth(seed: int, n: int, k: int) -> None:
+    """``can_terminate`` (known from the step that made the configuration, or asked afresh after a
+    rollback or a frame pool that had to grow) is what the configuration's stacks say."""
+    from logitgate.engine import _walk
+    from logitgate.engine.matcher import FramePool
+
+    def fresh(m: GrammarMatcher) -> bool:
+        return bool(_walk.can_end(m._top, m._par, m._top.shape[0], m._rtn.final, m._pool.state, m._pool.parent))
+
+    rng = random.Random(seed)
+    m = GrammarMatcher(COMPILED, max_rollback_tokens=-1)
+    m._pool = FramePool(capacity=1)  # every few steps the pool grows (the slower path of a step)
+    assert m.can_terminate() == fresh(m)
+    for _ in range(n):
+        if not random_tokens(m, rng, 1):
+            break
+        assert m.can_terminate() == fresh(m)
+    m.rollback(min(k, len(m._history)))
+    assert m.can_terminate() == fresh(m)
+    assert (STOP in mask_of(m)) == m.can_terminate()
+
+
 def test_rollback_beyond_limit_raises() -> None:
     m = GrammarMatcher(COMPILED, max_rollback_tokens=2)
     m.accept_string("1")

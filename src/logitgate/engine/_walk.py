@@ -425,7 +425,8 @@ def advance_persist(
 
     Returns the entry count (0 = rejected). ``info[3]`` = arena nodes used; ``info[2]``
     is -1 if the pool lacked room (the caller grows it and calls :func:`persist`);
-    otherwise ``info[3]`` is replaced by the new pool size.
+    otherwise ``info[3]`` is replaced by the new pool size and ``info[4]`` says whether the
+    new configuration can end the grammar (:func:`can_end`, asked by every mask fill).
     """
     n = advance(
         cfg_top, cfg_par, n_cfg, data,
@@ -440,6 +441,7 @@ def advance_persist(
         return n
     size, m = persist(out_top, out_par, n, used, as_, ap, ps, pp, pd, n_pool)
     info[3] = size
+    info[4] = 1 if can_end(out_top, out_par, m, final, ps, pp) else 0
     return m
 
 

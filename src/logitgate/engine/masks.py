@@ -165,10 +165,13 @@ class WalkScratch:
         self.work_par = np.empty(CONFIG_CAP * 6, dtype=np.int32)
         self.out_top = np.empty(CONFIG_CAP, dtype=np.int32)
         self.out_par = np.empty(CONFIG_CAP, dtype=np.int32)
-        self.info = np.zeros(4, dtype=np.int64)
+        self.info = np.zeros(5, dtype=np.int64)
         self.row = np.zeros(num_words, dtype=np.int32)
         self.ids = np.empty(num_words, dtype=np.int32)  # a sparse row's token ids
         self.exits = np.empty(4096, dtype=np.int32)
+        #: the scratch arguments of a parser step (:func:`._walk.advance_persist`), in its order
+        self.step_arrays = (self.arena_state, self.arena_parent, self.out_top, self.out_par, self.work_top,
+                            self.work_par, self.info)
 
 
 def _raise_walk_error(code: int) -> None:

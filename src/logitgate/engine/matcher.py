@@ -45,6 +45,7 @@ class FramePool:
         self.depth = np.empty(capacity, dtype=np.int32)
         self.size = 0
         self.lock = threading.Lock()
+        self.arrays = (self.state, self.parent, self.depth)  # (a parser step's arguments, in order)
 
     def reserve(self, extra: int) -> None:
         need = self.size + extra
@@ -58,6 +59,7 @@ class FramePool:
             new = np.empty(cap, dtype=old.dtype)
             new[: self.size] = old[: self.size]
             setattr(self, name, new)
+        self.arrays = (self.state, self.parent, self.depth)
 
 
 class _State:
@@ -116,6 +118,7 @@ class GrammarMatcher:
         """Back to the start of the grammar (history cleared)."""
         self._top = np.array([self._rtn.root_start], dtype=np.int32)
         self._par = np.array([_walk.BOTTOM], dtype=np.int32)
+        self._can_end: bool | None = None  # can_terminate() of this configuration, once known
         self._terminated = False
         self._history.clear()
 
@@ -140,8 +143,11 @@ class GrammarMatcher:
 
     def can_terminate(self) -> bool:
         """True if the grammar can end here (stop tokens are allowed)."""
-        return bool(_walk.can_end(self._top, self._par, self._top.shape[0], self._rtn.final,
-                                  self._pool.state, self._pool.parent))
+        c = self._can_end
+        if c is None:
+            c = self._can_end = bool(_walk.can_end(self._top, self._par, self._top.shape[0], self._rtn.final,
+                                                   self._pool.state, self._pool.parent))
+        return c
 
     def _save(self) -> None:
         if self.max_rollback_tokens == 0:
@@ -162,26 +168,24 @@ class GrammarMatcher:
         for _ in range(num_tokens):
             st = self._history.pop()
             self._top, self._par, self._terminated = st.top, st.par, st.terminated
+            self._can_end = None
 
     # ------------------------------------------------------------------ stepping
-    def _advance(self, data: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        rtn = self._rtn
+    def _advance(self, data: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool | None] | None:
+        """The configuration after ``data``: ``(tops, parents, can it end)`` (None: not known yet),
+        or None if ``data`` is rejected."""
         sc = self._rt.scratch()
         pool = self._pool
         info = sc.info
         info[2] = 0
         with pool.lock:
-            n = _walk.advance_persist(
-                self._top, self._par, self._top.shape[0], data,
-                rtn.byte_class, rtn.trans, rtn.num_classes, rtn.final, rtn.simple, rtn.dead_end,
-                rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push,
-                pool.state, pool.parent, pool.depth, pool.size, sc.arena_state, sc.arena_parent,
-                sc.out_top, sc.out_par, sc.work_top, sc.work_par, info,
-            )
+            n = _walk.advance_persist(self._top, self._par, self._top.shape[0], data, *self._rtn.step_arrays,
+                                      *pool.arrays, pool.size, *sc.step_arrays)
             if n == 0:
                 if info[2] > 0:
                     _raise_walk_error(int(info[2]))
                 return None
+            can_end: bool | None = None
             if info[2] == -1:  # pool full: grow, then persist
                 pool.reserve(int(info[3]))
                 size, n = _walk.persist(sc.out_top, sc.out_par, n, int(info[3]), sc.arena_state,
@@ -189,7 +193,8 @@ class GrammarMatcher:
                 pool.size = int(size)
             else:
                 pool.size = int(info[3])
-        return sc.out_top[:n].copy(), sc.out_par[:n].copy()
+                can_end = bool(info[4])
+        return sc.out_top[:n].copy(), sc.out_par[:n].copy(), can_end
 
     def accept_token(self, token_id: int) -> bool:
         """Advance by one token; False (state unchanged) if the grammar forbids it."""
@@ -208,7 +213,7 @@ class GrammarMatcher:
         if res is None:
             return False
         self._save()
-        self._top, self._par = res
+        self._top, self._par, self._can_end = res
         self._maybe_terminate()
         return True
 
@@ -223,7 +228,7 @@ class GrammarMatcher:
         if res is None:
             return False
         self._save()
-        self._top, self._par = res
+        self._top, self._par, self._can_end = res
         self._maybe_terminate()
         return True
 
@@ -320,7 +325,7 @@ class GrammarMatcher:
             res = probe._advance(np.array([b], dtype=np.uint8))
             if res is None:  # pragma: no cover - flags said it was possible
                 break
-            probe._top, probe._par = res
+            probe._top, probe._par, probe._can_end = res
             out.append(b)
         return bytes(out)
 

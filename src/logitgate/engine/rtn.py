@@ -89,6 +89,18 @@ class RTN:
     def root_start(self) -> int:
         return int(self.rule_start[0])
 
+    @property
+    def step_arrays(self) -> tuple:
+        """``(byte_class, trans, num_classes, final, simple, dead_end, chain_ptr, chain_target,
+        chain_push_ptr, chain_push)``: the arguments a parser step takes, in its order (one tuple,
+        made once: a matcher passes them on every token)."""
+        cached = self.__dict__.get("_step_arrays")
+        if cached is None:
+            cached = self.__dict__["_step_arrays"] = (
+                self.byte_class, self.trans, self.num_classes, self.final, self.simple, self.dead_end,
+                self.chain_ptr, self.chain_target, self.chain_push_ptr, self.chain_push)
+        return cached
+
     def state_key(self, state: int) -> tuple[str, int]:
         """Grammar-independent identity of a state: equal keys => equal behaviour as a stack top."""
         return (self.rule_hash[int(self.rule_of_state[state])], int(self.local_index[state]))
