@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from logitgate.benchmarks.schema_suite import find_accepted, run_case, spellings
 from logitgate.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedFeatureError
 from logitgate.grammar.builtins import builtin_json_grammar, choices_grammar
-from logitgate.grammar.ir import Grammar
+from logitgate.grammar.ir import Grammar, Ref
 from logitgate.grammar.json_schema import json_schema_grammar
 from logitgate.grammar.json_schema import numbers as num
 from logitgate.grammar.reference import accepts
@@ -192,6 +192,19 @@ def test_objects_order_required_and_additional():
     check({"patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
           good=[{"xa": 1, "b": "s"}], bad=[{"xa": "s"}, {"b": 1}])
     check({"propertyNames": {"maxLength": 2}}, good=[{"ab": 1}], bad=[{"abc": 1}])
+
+
+def test_equal_subschemas_share_one_rule():
+    """Members with equal schemas at different places get one rule (its body built once per place,
+    kept once); recursion through such a rule still works."""
+    member = {"type": ["string", "null"], "maxLength": 40}
+    schema = {"type": "object", "properties": {"a": member, "b": dict(member), "c": {"$ref": "#"}}}
+    g = check(schema, good=[{"a": "x", "b": None}, {"c": {"a": None, "c": {"b": "y"}}}],
+              bad=[{"a": 1}, {"c": {"b": 2}}])
+    alone = json_schema_grammar(member)
+    root = alone.rules[alone.root]
+    body = alone.rules[root.name] if isinstance(root, Ref) else root  # the member's own rule
+    assert list(g.reachable().rules.values()).count(body) == 1
 
 
 def test_objects_with_more_optional_members_than_a_key_block():

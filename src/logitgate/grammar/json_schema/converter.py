@@ -279,6 +279,14 @@ class Converter:
             body = self.build(nodes)
         finally:
             del self.in_progress[name]
+        # Schemas repeat themselves ({"type": ["string", "null"]} for every property): a body equal
+        # to an earlier rule's is that rule (one rule in the automaton, not one per property). This
+        # rule's name stays defined (the body may have referred to it) but is no longer handed out.
+        same = self._shared.setdefault(body, name)
+        if same != name:
+            self.rules[name] = Ref(same)
+            self.memo[key] = same
+            return Ref(same)
         self.rules[name] = body
         return Ref(name)
 
