@@ -303,12 +303,12 @@ class Program:
         offs = np.zeros(len(values), dtype=np.int64)
         np.cumsum(lens[:-1], out=offs[1:])
         pool = np.frombuffer(b"".join(values), dtype=np.uint8)
-        if not self.ops:  # perhaps the whole program: kept for determinize's direct construction
-            self._literals = (pool, offs, lens)
+        alone = not self.ops  # perhaps the whole program: then determinize builds it directly
         base = len(self.lit)
         self.lit += pool.tobytes()
         self.ops += K.literal_trie_program(pool, offs, lens, base).tolist()
-        if self._literals is not None:
+        if alone:
+            self._literals = (pool, offs, lens)
             self._literals_end = len(self.ops)
 
     def _embed(self, dfa: DFA) -> None:

@@ -237,14 +237,14 @@ class _Assert:
 
 _Node = Union[_Set, _Lit, _Cat, _Or, _Rep, _Assert]  # noqa: UP007
 
-#: characters with a meaning of their own outside a class ("{" and "}" included: a literal brace
-#: is left to the general path, which tells it from a counted repeat)
-_META = frozenset("\\^$.|?*+()[]{}")
-#: a run of plain characters (none of ``_META``, no surrogate or astral code point)
-_PLAIN_RUN = re.compile(r"[^\\^$.|?*+()\[\]{}\ud800-\U0010ffff]*")
+#: a plain character: none with a meaning of its own outside a class ("{" and "}" included: a
+#: literal brace is left to the general path, which tells it from a counted repeat), no surrogate
+#: or astral code point
+_PLAIN = r"[^\\^$.|?*+()\[\]{}\ud800-\U0010ffff]"
+#: a run of plain characters
+_PLAIN_RUN = re.compile(_PLAIN + "*")
 #: an alternation of such runs, two characters or more each (what :meth:`_Parser.literal_run` takes)
-_PLAIN_ALTERNATION = re.compile(r"[^\\^$.|?*+()\[\]{}\ud800-\U0010ffff]{2,}"
-                                r"(?:\|[^\\^$.|?*+()\[\]{}\ud800-\U0010ffff]{2,})+")
+_PLAIN_ALTERNATION = re.compile(f"{_PLAIN}{{2,}}(?:\\|{_PLAIN}{{2,}})+")
 
 _BRACE = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
 _BRACE_NO_MIN = re.compile(r"\{,[0-9]*\}")
