@@ -483,10 +483,10 @@ def literal_set_dfa(pool, offs, lens, byte_class, ncls):
     mask = np.uint64(size - 1)
     n_cls = 0
     for v in range(nodes - 1, -1, -1):
-        h = np.uint64(fin[v] + 1) * np.uint64(1099511628211)
+        h = np.uint64(fin[v] + 1) * _FNV_PRIME
         c = child[v]
         while c >= 0:
-            h = (h ^ np.uint64(label[c] * 1000003 + canon[c])) * np.uint64(1099511628211)
+            h = (h ^ np.uint64(label[c] * 1000003 + canon[c])) * _FNV_PRIME
             c = sibling[c]
         slot = h & mask
         while True:
