@@ -1,9 +1,12 @@
-"""Numba kernel of the survival-depth search (see :func:`logitgate.engine.slices.survival_depth`).
+"""Numba kernels of the vocabulary slices: the survival-depth search (see
+:meth:`logitgate.engine.slices.SliceSet.survival_depth`) and a state's walk plan.
 
-A 0-1 breadth-first search over pairs (cover automaton state, set of grammar states), ordered
-by characters completed. Grammar state sets are interned (sorted runs in one flat array, found
-through an open-addressing hash table); a pair's id is ``set id * cover states + cover state``,
-so distances and per-class successor sets are plain arrays indexed by ids.
+The search is a 0-1 breadth-first search over pairs (cover automaton state, set of grammar
+states), ordered by characters completed. Grammar state sets are interned (sorted runs in one
+flat array, found through an open-addressing hash table); a pair's id is ``set id * cover states
++ cover state``, so distances and per-class successor sets are plain arrays indexed by ids.
+:func:`plan_state` decides, for one state, every cover's depth (searching when it must) and which
+slices are taken whole, in one call.
 """
 
 from __future__ import annotations
