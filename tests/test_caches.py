@@ -42,3 +42,21 @@ def test_rule_dfas_are_reused_across_grammars(monkeypatch: pytest.MonkeyPatch) -
     for a, b in zip(_arrays(first), _arrays(again)):  # ...and the result is the same
         assert np.array_equal(a, b)
     assert first.rule_hash == again.rule_hash
+
+
+def test_memory_size_counts_the_survival_tables_of_masks() -> None:
+    """A grammar's reported size includes what its first masks add to it (the per-state survival
+    depths of the vocabulary slices), not just its automaton."""
+    from engine_cases import small_vocab
+    from logitgate import GrammarCompiler, GrammarMatcher, allocate_token_bitmask
+
+    info = small_vocab(['{"a": "xyz"}'])
+    cg = GrammarCompiler(info).compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}})
+    before = cg.memory_size_bytes
+    m = GrammarMatcher(cg)
+    bm = allocate_token_bitmask(1, info.vocab_size)
+    m.fill_next_token_bitmask(bm)
+    plans = cg.rtn.__dict__["_slice_plans"].values()
+    added = sum(p.lower.nbytes + p.memo.nbytes for p in plans)
+    assert added >= 6 * cg.rtn.num_states  # (int16 + int32 per cover and state)
+    assert cg.memory_size_bytes >= before + added
