@@ -254,7 +254,8 @@ class GrammarCompiler:
         schema = {"type": "object", "properties": {"a": {"type": "string", "format": "date"},
                                                    "b": {"type": "integer", "minimum": 0},
                                                    "c": {"enum": ["x", 1]}, "d": {"type": "array", "items": True},
-                                                   "e": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
+                                                   "e": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+                                                   "f": {"type": "string", "pattern": "^[a-z0-9]+$"}},
                   "required": ["a"]}
         # (eight alternatives or more: a set of literals is a prefix tree, built by kernels of its own)
         tlds = "|".join(("com", "org", "net", "edu", "gov", "int", "mil", "biz"))
