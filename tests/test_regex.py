@@ -205,7 +205,10 @@ CASES: list[tuple[str, str]] = [
     ("a{b", "a{b"),
     ("(?i)abC|xY", "abcxyABCXY"),
     ("\u00e9t\u00e9|ab\u00e9", "\u00e9tab"),
-    # alternations of plain words (read in one match, built as a set of literals)
+    # alternations of plain words (read in one match; eight or more: built as a set of literals)
+    ("aa|ab|ba|bb|aaa|aab|aba|abb|baa", "ab"),
+    ("x(aa|ab|ba|bb|aaa|aab|aba|abb|baa)+", "abx"),
+    ("(aa|ab|ba|bb|aaa|aab|aba|abb|baa)(a|bab|ab|b|aaa|aab|aba|abb|baa)x", "abx"),
     ("ab|ba|ab|aab", "ab"),
     ("(ab|ba|aab)", "ab"),
     ("x(ab|ba)y|ab", "abxy"),

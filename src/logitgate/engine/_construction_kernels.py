@@ -442,17 +442,16 @@ def literal_set_dfa(pool, offs, lens, byte_class, ncls):
     """
     n = offs.shape[0]
     total = 1
+    longest = 0
     for i in range(n):
         total += lens[i]
+        longest = max(longest, lens[i])
     # the prefix tree, nodes in preorder (children after their parent), children as sibling lists
     child = np.full(total, -1, dtype=np.int64)  # first child
     sibling = np.full(total, -1, dtype=np.int64)  # next child of the same parent (higher byte)
     label = np.zeros(total, dtype=np.int64)  # class of the byte into the node
     fin = np.zeros(total, dtype=np.uint8)
     last = np.full(total, -1, dtype=np.int64)  # last child so far
-    longest = 0
-    for i in range(n):
-        longest = max(longest, lens[i])
     path = np.zeros(longest + 1, dtype=np.int64)
     nodes = 1
     for i in range(n):

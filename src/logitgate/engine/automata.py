@@ -213,8 +213,8 @@ class Program:
         self.lit = bytearray()
         self.sets: dict[int, int] = {}
         self.embeds: list[tuple[DFA, list[int]]] = []
-        self._literals: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # see _emit_literals
-        self._literals_end = -1
+        #: a set of literals emitted first, its program not written yet (see _emit_literals)
+        self._literals: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
 
     def _set_id(self, mask: int) -> int:
         j = self.sets.get(mask)
@@ -303,13 +303,14 @@ class Program:
         offs = np.zeros(len(values), dtype=np.int64)
         np.cumsum(lens[:-1], out=offs[1:])
         pool = np.frombuffer(b"".join(values), dtype=np.uint8)
-        alone = not self.ops  # perhaps the whole program: then determinize builds it directly
         base = len(self.lit)
         self.lit += pool.tobytes()
+        if not self.ops and self._literals is None:
+            # perhaps the whole program, whose DFA determinize then builds directly: the program is
+            # written only if more follows (this being the first fragment, it goes first)
+            self._literals = (pool, offs, lens, base)
+            return
         self.ops += K.literal_trie_program(pool, offs, lens, base).tolist()
-        if alone:
-            self._literals = (pool, offs, lens)
-            self._literals_end = len(self.ops)
 
     def _embed(self, dfa: DFA) -> None:
         self.ops += (K.OP_EMBED, len(self.embeds))
@@ -326,6 +327,9 @@ class Program:
     def determinize(self, max_nfa_states: int, max_dfa_states: int) -> tuple[DFA, int]:
         """The program's DFA (start state 0; unreachable or dead states may remain) and the
         number of NFA states it took."""
+        if self._literals is not None and self.ops:  # a first set of literals and more: write its program
+            self.ops[:0] = K.literal_trie_program(*self._literals).tolist()
+            self._literals = None
         if len(self.ops) == 2 and self.ops[0] == K.OP_EMBED:  # the program is one And/Not: its DFA as it is
             d = self.embeds[0][0]
             if d.num_states + 1 > max_nfa_states:
@@ -334,8 +338,8 @@ class Program:
             return d, d.num_states + 1
         byte_class, mask_ptr, mask_cls = self._classes()
         ncls = int(byte_class.max()) + 1
-        if self._literals is not None and len(self.ops) == self._literals_end:  # a set of literals alone
-            trans, final, group, nodes = K.literal_set_dfa(*self._literals, byte_class, ncls)
+        if self._literals is not None:  # a set of literals alone
+            trans, final, group, nodes = K.literal_set_dfa(*self._literals[:3], byte_class, ncls)
             if nodes + 1 > max_nfa_states:
                 raise LimitExceededError(f"grammar automaton exceeds {max_nfa_states} NFA states",
                                          limit="max_nfa_states")

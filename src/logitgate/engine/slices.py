@@ -157,8 +157,7 @@ class SliceSet:
         ends = np.empty(n_sl, dtype=np.int32)
         n = plan_state(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target, *self._cover_params,
                        *p.tables, p.lower, p.memo, MAX_PAIRS, *self._slice_params, take, starts, ends)
-        bitsets = [self.slices[j].bitset for j in np.flatnonzero(take).tolist()] if n < n_sl else []
-        return bitsets, starts[:n], ends[:n]
+        return [self.slices[j].bitset for j in np.flatnonzero(take).tolist()], starts[:n], ends[:n]
 
     def survival_depth(self, k: int, state: int, rtn) -> float:
         """The largest ``H`` such that every string of cover ``k`` (``self.covers[k]``) with at most
@@ -224,9 +223,14 @@ class SliceSet:
                 "start": np.array([d.start for d in dfas], dtype=np.int64)}
 
     @functools.cached_property
+    def _cover_index(self) -> dict[int, int]:
+        """Position in ``covers`` of each cover automaton, by ``id``."""
+        return {id(cover): k for k, (cover, _, _) in enumerate(self.covers)}
+
+    @functools.cached_property
     def _cover_params(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(start, limit, wider)`` per cover (see :func:`._survival.plan_state`)."""
-        index = {id(cover): k for k, (cover, _, _) in enumerate(self.covers)}
+        index = self._cover_index
         wider = [sum(1 << index[id(w)] for w in ws) for _, _, ws in self.covers]
         return (self._cover_arrays["start"], np.array([lim for _, lim, _ in self.covers], dtype=np.int64),
                 np.array(wider, dtype=np.int64))
@@ -234,7 +238,7 @@ class SliceSet:
     @functools.cached_property
     def _slice_params(self) -> tuple[np.ndarray, ...]:
         """``(cover index, max chars, first, end)`` per slice (-1: no cover, no bound)."""
-        index = {id(cover): k for k, (cover, _, _) in enumerate(self.covers)}
+        index = self._cover_index
         sl = self.slices
         return (np.array([index[id(x.cover)] if x.cover is not None else -1 for x in sl], dtype=np.int64),
                 np.array([x.max_chars if x.max_chars is not None else -1 for x in sl], dtype=np.int64),
