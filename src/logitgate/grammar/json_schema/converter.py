@@ -775,9 +775,9 @@ class Converter:
                 if r is not None:
                     parts.append(r)
             if "format" in s and self.strict_format and "format" not in self.ignore:
+                # (kept unnamed: a reference-free string language is built once per process,
+                # whatever schema it comes from -- see standalone_dfa)
                 f = format_expr(s["format"])
-                if f is not None:
-                    f = self.shared(f, "fmt")
                 if f is None:
                     self.fail(f"unknown format {s['format']!r}", "format", n.ptr)
                 else:
