@@ -12,7 +12,7 @@ import numpy as np
 import logitgate as lg
 from engine_cases import small_vocab
 from logitgate.engine.rtn import compile_rtn
-from logitgate.grammar.ir import Grammar, Ref, byteset, lit, repeat, seq
+from logitgate.grammar.ir import Grammar, Ref, alt, byteset, lit, repeat, seq
 
 _CHARS = byteset((0x20, 0x21), (0x23, 0x7E))  # printable ASCII but '"': wide enough to be "lexeme-like"
 _BODY = seq(lit('"'), repeat(_CHARS, 0, None), lit('"'))
@@ -69,3 +69,48 @@ def test_masks_shared_between_grammars_equal_fresh_ones() -> None:
     assert len(shared.mask_store) < stored + len(fresh)  # the second grammar found masks to reuse
     for a, b in zip(reused, fresh):
         assert a.tolist() == b.tolist()
+
+
+def _nested_starts(depth: int) -> Grammar:
+    """``r0`` calls ``r1`` before reading a byte, which calls ``r2``, ...: chains ``depth`` calls deep
+    from many states. Each rule is recursive through a marker byte of its own (so it is called, not
+    inlined, and every input has one parse)."""
+    rules = {f"r{k}": alt(seq(Ref(f"r{k + 1}"), lit("x")), seq(lit(chr(0x41 + k)), Ref(f"r{k}")))
+             for k in range(depth)}
+    rules[f"r{depth}"] = alt(lit("y"), seq(lit(chr(0x41 + depth)), Ref(f"r{depth}")))
+    return Grammar(rules, root="r0")
+
+
+def test_deep_call_chains_are_all_listed() -> None:
+    """Past the first array sizes (the chain pass is redone with larger ones) every chain is
+    there: each state's chains reach exactly the rule starts its calls lead to."""
+    depth = 40
+    rtn = compile_rtn(_nested_starts(depth))
+    assert rtn.stats["chains"] > 64 + 2 * depth  # more than the first sizes hold
+    starts = {int(rtn.rule_start[rtn.rule_names.index(f"r{k}")]) for k in range(depth + 1)}
+    root = int(rtn.rule_start[rtn.rule_names.index("r0")])
+    lo, hi = rtn.chain_ptr[root], rtn.chain_ptr[root + 1]
+    assert {int(t) for t in rtn.chain_target[lo:hi]} == starts - {root}
+    for c in range(lo, hi):  # a chain into r_k pushes the k return states on the way
+        k = rtn.rule_names[int(rtn.rule_of_state[rtn.chain_target[c]])]
+        assert rtn.chain_push_ptr[c + 1] - rtn.chain_push_ptr[c] == int(k[1:])
+    compiled = lg.GrammarCompiler(small_vocab(["ABy", "yxx"])).compile_grammar(_nested_starts(depth))
+    # a marker of level k, then the levels below it: accepted; "y" then fewer "x" than levels: a prefix
+    for text, whole in (("AAy" + "x" * depth, True), ("Cy" + "x" * depth, True), ("y" + "x" * (depth - 1), False),
+                        ("Dyxx" + "A", None)):
+        m = lg.GrammarMatcher(compiled)
+        assert m.accept_string(text) == (whole is not None)
+        if whole is not None:
+            assert m.can_terminate() == whole
+
+
+def test_too_many_chains_is_a_limit_error() -> None:
+    from logitgate.engine.rtn import CompileLimits
+    from logitgate.errors import LimitExceededError
+
+    try:
+        compile_rtn(_nested_starts(40), CompileLimits(max_chains=100))
+    except LimitExceededError as e:
+        assert e.limit == "max_chains"
+    else:
+        raise AssertionError("a grammar past max_chains compiled")

@@ -606,19 +606,22 @@ def merge_tables(classes, flat, flat_off, nstates, nclasses):
         total += nstates[r]
     trans = np.empty((total, ng), dtype=np.int32)
     has_byte = np.zeros(total, dtype=np.uint8)
+    col = np.empty(ng, dtype=np.int64)  # the rule's class of each merged class
     off = 0
     for r in range(nr):
         k = nclasses[r]
         base = flat_off[r]
+        for g in range(ng):
+            col[g] = classes[r, reps[g]]
         for s in range(nstates[r]):
             row = base + s * k
+            out = trans[off + s]
+            live = 0
             for g in range(ng):
-                t = flat[row + classes[r, reps[g]]]
-                if t >= 0:
-                    trans[off + s, g] = t + off
-                    has_byte[off + s] = 1
-                else:
-                    trans[off + s, g] = -1
+                t = flat[row + col[g]]
+                live |= t >= 0
+                out[g] = t + off if t >= 0 else -1
+            has_byte[off + s] = live
         off += nstates[r]
     return byte_class, trans, has_byte
 
@@ -709,65 +712,32 @@ def assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, 
                 st_rule[top], st_next[top] = q, c_ptr[rule_start[q]]
                 top += 1
 
-    # chains, state by state: depth-first over the calls made at callee starts (last call first).
-    # (These loops grow their arrays inside, against the rule of the construction kernels: they
-    # run once per chain, a few dozen times per grammar, not per state and byte class.)
+    # chains, state by state (:func:`_chains`), with arrays doubled and the pass redone when one
+    # runs out (a few dozen chains per grammar: the first sizes nearly always do)
     chain_ptr = np.zeros(total + 1, dtype=np.int32)
-    targets = np.empty(64, dtype=np.int32)
-    push_ptr = np.zeros(65, dtype=np.int32)
-    pushes = np.empty(64, dtype=np.int32)
-    node_val = np.empty(64, dtype=np.int64)  # pushed return states as a tree: value, parent, depth
-    node_up = np.empty(64, dtype=np.int64)
-    node_depth = np.empty(64, dtype=np.int64)
-    stack = np.empty((64, 3), dtype=np.int64)  # (callee, return state, node of the pushes before)
-    n_chains = 0
-    n_push = 0
-    for gs in range(total):
-        lo, hi = c_ptr[gs], c_ptr[gs + 1]
-        if lo < hi:
-            n_nodes = 0
-            top = 0
-            for j in range(lo, hi):
-                if top >= stack.shape[0]:
-                    stack = grow(stack, 2 * stack.shape[0], 0)
-                stack[top, 0], stack[top, 1], stack[top, 2] = c_rule[j], c_dst[j], -1
-                top += 1
-            while top > 0:
-                top -= 1
-                r, ret, node = stack[top, 0], stack[top, 1], stack[top, 2]
-                if not only_pops[ret]:
-                    if n_nodes >= node_val.shape[0]:
-                        node_val = grow(node_val, 2 * n_nodes, 0)
-                        node_up = grow(node_up, 2 * n_nodes, 0)
-                        node_depth = grow(node_depth, 2 * n_nodes, 0)
-                    node_val[n_nodes], node_up[n_nodes] = ret, node
-                    node_depth[n_nodes] = 1 if node < 0 else node_depth[node] + 1
-                    node = n_nodes
-                    n_nodes += 1
-                if n_chains >= max_chains:
-                    return (TOO_MANY_CHAINS, byte_class, trans.reshape(-1), empty8, empty32, empty32, empty32,
-                            empty32, empty32, empty32, empty32, empty8, empty8)
-                if n_chains + 1 >= targets.shape[0]:
-                    targets = grow(targets, 2 * targets.shape[0], 0)
-                    push_ptr = grow(push_ptr, 2 * push_ptr.shape[0], 0)
-                targets[n_chains] = rule_start[r]
-                depth = 0 if node < 0 else node_depth[node]
-                if n_push + depth > pushes.shape[0]:
-                    pushes = grow(pushes, 2 * (n_push + depth), 0)
-                x = node
-                for k in range(depth - 1, -1, -1):  # outermost first
-                    pushes[n_push + k] = node_val[x]
-                    x = node_up[x]
-                n_push += depth
-                n_chains += 1
-                push_ptr[n_chains] = n_push
-                s0 = rule_start[r]
-                for j in range(c_ptr[s0], c_ptr[s0 + 1]):
-                    if top >= stack.shape[0]:
-                        stack = grow(stack, 2 * stack.shape[0], 0)
-                    stack[top, 0], stack[top, 1], stack[top, 2] = c_rule[j], c_dst[j], node
-                    top += 1
-        chain_ptr[gs + 1] = n_chains
+    cap = 64 + 2 * m
+    targets = np.empty(cap, dtype=np.int32)
+    push_ptr = np.zeros(cap + 1, dtype=np.int32)
+    pushes = np.empty(cap, dtype=np.int32)
+    nodes = np.empty((cap, 3), dtype=np.int64)
+    stack = np.empty((cap, 3), dtype=np.int64)
+    while True:
+        full, n_chains, n_push = _chains(total, c_ptr, c_rule, c_dst, rule_start, only_pops, max_chains,
+                                         chain_ptr, targets, push_ptr, pushes, nodes, stack)
+        if full == _FULL_NONE:
+            break
+        if full == _FULL_CHAINS:
+            return (TOO_MANY_CHAINS, byte_class, trans.reshape(-1), empty8, empty32, empty32, empty32,
+                    empty32, empty32, empty32, empty32, empty8, empty8)
+        if full == _FULL_TARGETS:
+            targets = np.empty(2 * targets.shape[0], dtype=np.int32)
+            push_ptr = np.zeros(targets.shape[0] + 1, dtype=np.int32)
+        elif full == _FULL_PUSHES:
+            pushes = np.empty(2 * pushes.shape[0], dtype=np.int32)
+        elif full == _FULL_NODES:
+            nodes = np.empty((2 * nodes.shape[0], 3), dtype=np.int64)
+        else:
+            stack = np.empty((2 * stack.shape[0], 3), dtype=np.int64)
     simple = np.zeros(total, dtype=np.uint8)
     dead_end = np.zeros(total, dtype=np.uint8)
     for s in range(total):
@@ -778,3 +748,66 @@ def assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, 
             dead_end[s] = 1
     return (ASSEMBLED, byte_class, trans.reshape(-1), final, rule_of_state, local_index, rule_start, chain_ptr,
             targets[:n_chains].copy(), push_ptr[:n_chains + 1].copy(), pushes[:n_push].copy(), simple, dead_end)
+
+
+#: what :func:`_chains` ran out of
+_FULL_NONE, _FULL_CHAINS, _FULL_TARGETS, _FULL_PUSHES, _FULL_NODES, _FULL_STACK = 0, 1, 2, 3, 4, 5
+
+
+@njit(nogil=True, cache=True)
+def _chains(total, c_ptr, c_rule, c_dst, rule_start, only_pops, max_chains, chain_ptr, targets, push_ptr, pushes,
+            nodes, stack):
+    """The chains of every state into ``chain_ptr``/``targets``/``push_ptr``/``pushes`` (see
+    :func:`assemble_network`): depth-first over the calls made at callee starts, last call first.
+
+    Returns ``(full, chains, pushes)``; ``full`` names the array that ran out (then nothing is
+    complete: the caller enlarges it and calls again) or ``_FULL_CHAINS`` past ``max_chains``.
+    ``nodes`` holds the pushed return states as a tree (value, parent, depth); ``stack`` the
+    pending calls (callee, return state, node of the pushes before). No array is rebound here:
+    numba then keeps the loops tight.
+    """
+    n_chains = 0
+    n_push = 0
+    for gs in range(total):
+        lo, hi = c_ptr[gs], c_ptr[gs + 1]
+        if lo < hi:
+            n_nodes = 0
+            top = 0
+            for j in range(lo, hi):
+                if top >= stack.shape[0]:
+                    return _FULL_STACK, 0, 0
+                stack[top, 0], stack[top, 1], stack[top, 2] = c_rule[j], c_dst[j], -1
+                top += 1
+            while top > 0:
+                top -= 1
+                r, ret, node = stack[top, 0], stack[top, 1], stack[top, 2]
+                if not only_pops[ret]:
+                    if n_nodes >= nodes.shape[0]:
+                        return _FULL_NODES, 0, 0
+                    nodes[n_nodes, 0], nodes[n_nodes, 1] = ret, node
+                    nodes[n_nodes, 2] = 1 if node < 0 else nodes[node, 2] + 1
+                    node = n_nodes
+                    n_nodes += 1
+                if n_chains >= max_chains:
+                    return _FULL_CHAINS, 0, 0
+                if n_chains >= targets.shape[0]:
+                    return _FULL_TARGETS, 0, 0
+                targets[n_chains] = rule_start[r]
+                depth = 0 if node < 0 else nodes[node, 2]
+                if n_push + depth > pushes.shape[0]:
+                    return _FULL_PUSHES, 0, 0
+                x = node
+                for k in range(depth - 1, -1, -1):  # outermost first
+                    pushes[n_push + k] = nodes[x, 0]
+                    x = nodes[x, 1]
+                n_push += depth
+                n_chains += 1
+                push_ptr[n_chains] = n_push
+                s0 = rule_start[r]
+                for j in range(c_ptr[s0], c_ptr[s0 + 1]):
+                    if top >= stack.shape[0]:
+                        return _FULL_STACK, 0, 0
+                    stack[top, 0], stack[top, 1], stack[top, 2] = c_rule[j], c_dst[j], node
+                    top += 1
+        chain_ptr[gs + 1] = n_chains
+    return _FULL_NONE, n_chains, n_push
