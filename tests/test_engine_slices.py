@@ -51,11 +51,12 @@ SCHEMAS = [
      "additionalProperties": False},
     {"type": "string", "format": "hostname"},
     {"type": "string", "pattern": "^[A-Za-z0-9]{3,14}$"},
+    {"type": "string", "maxLength": 3},  # raw multi-byte characters: tokens that end inside one
 ]
 TEXTS = ['"abcdefghij"', '"abcdefghijklmnopqrstuvwxyz0123456789ab"', '"hello, world \\u00e9 ok"', '"ab-123"',
          '"x.y@example.com"', '{"name": "Ada Lovelace the first"}', '{"k": 1, "other key": 22}',
          '["alpha", "gamma delta"]', '{"id": "7", "email": null, "idx": "q"}', '{"x-one": "abc", "x-": ""}',
-         '"Mail2.example-host.org"', '"Abc123XYZ"']
+         '"Mail2.example-host.org"', '"Abc123XYZ"', '"é中😀"']
 
 
 # a code-like grammar: identifiers after keywords take the "space then letters" slices whole
@@ -191,3 +192,40 @@ def test_counting_and_listing_a_row(density):
     assert n == int(bits.sum())
     if n <= ids.shape[0]:
         assert ids[:n].tolist() == np.flatnonzero(bits).tolist()
+
+
+def test_a_token_ending_inside_a_character_counts_that_character():
+    from logitgate.engine.slices import _split_partial
+
+    assert _split_partial("né".encode()) == ("né", None)
+    assert _split_partial(b"ab\xe4\xbd") == ("ab", (0x4F40, 0x4F7F))  # 你 and its 63 neighbours
+    assert _split_partial(b"\xe0") == ("", (0x800, 0xFFF))  # E0 is followed by A0..BF only
+    assert _split_partial(b"\xed") == ("", (0xD000, 0xD7FF))  # no surrogates
+    assert _split_partial(b"\xf4\x8f") == ("", (0x10F000, 0x10FFFF))
+    assert _split_partial(b"\x80ab") == (None, None)  # starts inside a character
+    assert _split_partial(b"a\xe4b") == (None, None)  # a character cut short, then more
+
+
+def test_tokens_ending_inside_a_character_join_the_text_slices(compiler):
+    """Such a token sits in the first family holding its text and a way to finish its last character,
+    counted with that character; the rest slice keeps none of them."""
+    rt = compiler.compile_json_schema({"type": "string"})._runtime
+    tokens = load_bundled("llama3").token_bytes
+    where = {int(t): sl for sl in rt.slices for t in sl.token_ids}
+    cut = [t for t in where if tokens[t] and _cut_short(tokens[t])]
+    assert len(cut) > 500
+    for t in cut:
+        sl = where[t]
+        assert sl.name.startswith(("text", "json")), (tokens[t], sl.name)
+        n = len(tokens[t][:-len(_cut_short(tokens[t]))].decode()) + 1
+        lo = int(sl.name.split("-")[0][4:])
+        assert lo <= n and (sl.max_chars is None or n <= sl.max_chars), (tokens[t], sl.name)
+
+
+def _cut_short(b: bytes) -> bytes:
+    """The unfinished character at the end of ``b`` (empty if none, or if ``b`` is not text then one)."""
+    try:
+        b.decode()
+        return b""
+    except UnicodeDecodeError as e:
+        return b[e.start:] if e.reason == "unexpected end of data" else b""

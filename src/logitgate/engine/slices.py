@@ -8,7 +8,10 @@ letters, then of ASCII letters and digits, then of identifier characters ``[A-Za
 a space and ASCII letters (``" name"``, after a keyword of a code grammar), then of characters
 ``C`` a JSON string may hold unescaped (except DEL and U+2028/U+2029) but the apostrophe (the
 body of a single-quoted string), then of all of those, each family bucketed by length
-(``C{1,10}``, ``C{11,30}``, ``C{31,}`` for text), plus the remainder. The slices' tries are laid
+(``C{1,10}``, ``C{11,30}``, ``C{31,}`` for text), plus the remainder. A byte-level token that ends
+inside a multi-byte character (BPE splits them) joins an unprefixed family when its text is of
+``C`` and its last character may finish as one of ``C``, counted with that character (see
+:func:`_split_partial`). The slices' tries are laid
 end to end in one trie (:class:`SliceSet`). For a state whose language (within its rule frame)
 contains every string of a slice -- checked on the automata, exactly -- the slice's bitset is
 OR-ed in and its tokens are not walked; the other slices are walked as usual.
@@ -269,12 +272,12 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
                  families: tuple[SliceFamily, ...] = DEFAULT_FAMILIES) -> SliceSet:
     """Partition the trie's tokens into slices, family by family (the last slice is the remainder)."""
     remaining = np.asarray(trie_ids, dtype=np.int32)
-    texts = {}
+    texts: dict[int, str | None] = {}
+    partial: dict[int, tuple[int, int]] = {}  # token -> codepoints its unfinished last character may be
     for i in remaining.tolist():
-        try:
-            texts[i] = token_bytes[i].decode("utf-8")
-        except UnicodeDecodeError:
-            texts[i] = None
+        texts[i], tail = _split_partial(token_bytes[i])
+        if tail is not None:
+            partial[i] = tail
     parts: list[tuple[str, DFA | None, int | None, np.ndarray]] = []
     taken = np.zeros(len(token_bytes), dtype=bool)
     cover_of = [_cover_dfa(fam.chars, fam.prefix) for fam in families]
@@ -284,12 +287,18 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
               for k, fam in enumerate(families)]
     for cover, fam in zip(cover_of, families):
         pattern = fam.pattern()
-        members = [i for i in remaining.tolist() if not taken[i] and texts[i] is not None
-                   and pattern.fullmatch(texts[i])]
-        skip = len(fam.prefix)
+        chars: dict[int, int] = {}  # member -> characters it counts (an unfinished one included)
+        for i in remaining.tolist():
+            text = texts[i]
+            if taken[i] or text is None:
+                continue
+            if i not in partial:
+                if pattern.fullmatch(text):
+                    chars[i] = len(text) - len(fam.prefix)
+            elif not fam.prefix and (not text or pattern.fullmatch(text)) and _overlaps(fam.chars, partial[i]):
+                chars[i] = len(text) + 1
         for lo, hi in fam.bounds:
-            arr = np.array([i for i in members if lo <= len(texts[i]) - skip and (hi is None or len(texts[i]) - skip <= hi)],
-                           dtype=np.int32)
+            arr = np.array([i for i, n in chars.items() if lo <= n and (hi is None or n <= hi)], dtype=np.int32)
             taken[arr] = True
             parts.append((f"{fam.name}{lo}-{hi or ''}", cover, hi, arr))
     rest = np.array([i for i in remaining.tolist() if not taken[i]], dtype=np.int32)
@@ -299,6 +308,42 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
     slices = [Slice(name, cov, hi, ids, _bitset(ids, num_words), int(r) + 1, int(r) + t.num_nodes)
               for (name, cov, hi, ids), t, r in zip(parts, tries, roots)]
     return SliceSet(slices, trie, tuple(reversed(covers)))
+
+
+def _split_partial(token: bytes) -> tuple[str | None, tuple[int, int] | None]:
+    """``(text, None)`` for a token that is UTF-8 text; ``(text before, (lo, hi))`` for one that is
+    text and then the start of one more character, whose codepoint lies in ``lo..hi`` (UTF-8 keeps
+    codepoint order, so the ways to finish it are one range); ``(None, None)`` otherwise.
+
+    A token ``t`` followed by an unfinished character ``u`` is a prefix of ``t c`` for every
+    character ``c`` that starts with ``u``. A state that survives every ``C``-string of ``n + 1``
+    characters therefore survives the token when one such ``c`` is in ``C``: it joins a slice as
+    ``n + 1`` characters.
+    """
+    try:
+        return token.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        if e.reason != "unexpected end of data" or e.end != len(token):
+            return None, None
+        head, tail = token[:e.start], token[e.start:]
+    need = 2 if tail[0] < 0xE0 else 3 if tail[0] < 0xF0 else 4  # the character's length
+    ends = []
+    for filler in (range(0x80, 0xC0), range(0xBF, 0x7F, -1)):  # the smallest, then the largest finish
+        for b in filler:  # (only the next byte can be out of range: E0 A0.., ED ..9F, F0 90.., F4 ..8F)
+            rest = bytes([b]) + bytes([filler[0]]) * (need - len(tail) - 1)
+            try:
+                ends.append(ord((tail + rest).decode("utf-8")))
+                break
+            except UnicodeDecodeError:
+                continue
+    if len(ends) != 2:  # pragma: no cover - an unfinished character always has a way to finish
+        return None, None
+    return head.decode("utf-8"), (ends[0], ends[1])
+
+
+def _overlaps(ranges: tuple[tuple[int, int], ...], span: tuple[int, int]) -> bool:
+    """Does some codepoint of ``span`` (lo, hi) lie in ``ranges``?"""
+    return any(lo <= span[1] and span[0] <= hi for lo, hi in ranges)
 
 
 def _contains(outer: tuple[tuple[int, int], ...], inner: tuple[tuple[int, int], ...]) -> bool:
