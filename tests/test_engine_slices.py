@@ -229,3 +229,25 @@ def _cut_short(b: bytes) -> bytes:
         return b""
     except UnicodeDecodeError as e:
         return b[e.start:] if e.reason == "unexpected end of data" else b""
+
+
+def test_open_buckets_of_short_tokens_are_bounded_by_their_longest(compiler):
+    """``lower11-`` (no token longer than 64 characters) gets its longest token's length as its bound,
+    so a bounded string with room for it takes it whole; ``text31-`` (longer tokens) stays open."""
+    from logitgate.engine.slices import MAX_BOUNDED_CHARS
+
+    cg = compiler.compile_json_schema({"type": "string", "maxLength": 100})
+    slices = cg._runtime.slices
+    byname = {sl.name: sl for sl in slices}
+    tokens = load_bundled("llama3").token_bytes
+    lower = byname["lower11-"]
+    longest = max(len(tokens[int(t)]) for t in lower.token_ids)
+    assert lower.max_chars == longest <= MAX_BOUNDED_CHARS
+    assert byname["text31-"].max_chars is None
+    m = lg.GrammarMatcher(cg)
+    for text, room in (('"', 100), ('"' + "a" * 80, 20)):
+        m.reset()
+        assert m.accept_string(text)
+        (state,) = {int(x) for x in m._top}
+        bitsets, _, _ = slices.walk_plan(state, cg.rtn)
+        assert any(b is lower.bitset for b in bitsets) == (room >= longest), room

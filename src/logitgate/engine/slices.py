@@ -22,8 +22,9 @@ call chain), so every token in it is accepted. Survival is prefix-closed, so one
 family answers for all its slices: the *survival depth* of a state, the largest ``H`` such that
 every ``C``-string of at most ``H`` characters survives, is the fewest complete characters before
 some byte dies (:meth:`SliceSet.survival_depth`). ``C{lo,hi}`` is contained iff ``hi <= H``, ``C{31,}``
-iff nothing ever dies. A bounded string (``maxLength``) with ``r`` characters left has
-``H = r``. Families nest, so a state that survives every JSON-string run survives every word.
+iff nothing ever dies -- unless its tokens are all short (:data:`MAX_BOUNDED_CHARS`): then its
+bound is its longest token's length, and a state with that much room takes it. A bounded
+string (``maxLength``) with ``r`` characters left has ``H = r``. Families nest, so a state that survives every JSON-string run survives every word.
 A prefixed family (`` C+``) counts the characters after its prefix; its searches prove nothing
 for the states they pass (from there on only ``C`` is read, not the prefix again).
 """
@@ -59,6 +60,11 @@ __all__ = ["DEFAULT_SLICE_BOUNDS", "MAX_PAIRS", "Slice", "SliceSet", "build_slic
 
 #: pairs a survival search visits before it stops (with a smaller, still correct, depth)
 MAX_PAIRS = 1024
+
+#: an open-ended bucket (``C{11,}``) whose longest token has at most this many characters is taken
+#: whole by a state that survives that many (a bounded string, an email label) rather than only by
+#: one that survives everything; longer ones stay open (deeper searches would cost more than they save)
+MAX_BOUNDED_CHARS = 64
 
 #: (min chars, max chars or None) of the default JSON-string slices
 DEFAULT_SLICE_BOUNDS: tuple[tuple[int, int | None], ...] = ((1, 10), (11, 30), (31, None))
@@ -114,8 +120,9 @@ class Slice:
     """A set of tokens with its bitset and its subtree of the slice set's trie.
 
     ``cover`` (None for the remainder slice) is the automaton of ``C+``: the slice holds
-    ``C``-strings of at most ``max_chars`` characters (None = no upper bound), the lower
-    bound being the previous slice's ``max_chars + 1``. Its tokens are the trie nodes
+    ``C``-strings of at most ``max_chars`` characters (None = no upper bound; an open bucket of
+    short tokens has its longest token's length), the lower bound being the previous slice's
+    bucket end + 1. Its tokens are the trie nodes
     ``first:end`` (a walk range of :func:`logitgate.engine._walk.walk_trie`).
     """
 
@@ -281,10 +288,7 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
     parts: list[tuple[str, DFA | None, int | None, np.ndarray]] = []
     taken = np.zeros(len(token_bytes), dtype=bool)
     cover_of = [_cover_dfa(fam.chars, fam.prefix) for fam in families]
-    covers = [(cover_of[k], max((hi for _, hi in fam.bounds if hi is not None), default=0),
-               tuple(cover_of[j] for j, f in enumerate(families)
-                     if j > k and f.prefix == fam.prefix and _contains(f.chars, fam.chars)))
-              for k, fam in enumerate(families)]
+    limits = []  # per family: its longest bounded slice (how deep its survival searches must see)
     for cover, fam in zip(cover_of, families):
         pattern = fam.pattern()
         chars: dict[int, int] = {}  # member -> characters it counts (an unfinished one included)
@@ -297,10 +301,21 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
                     chars[i] = len(text) - len(fam.prefix)
             elif not fam.prefix and (not text or pattern.fullmatch(text)) and _overlaps(fam.chars, partial[i]):
                 chars[i] = len(text) + 1
+        limit = 0
         for lo, hi in fam.bounds:
-            arr = np.array([i for i, n in chars.items() if lo <= n and (hi is None or n <= hi)], dtype=np.int32)
+            members = {i: n for i, n in chars.items() if lo <= n and (hi is None or n <= hi)}
+            arr = np.array(list(members), dtype=np.int32)
             taken[arr] = True
-            parts.append((f"{fam.name}{lo}-{hi or ''}", cover, hi, arr))
+            longest = max(members.values(), default=0)
+            # an open bucket whose tokens are all short enough is bounded by its longest
+            bound = longest if hi is None and 0 < longest <= MAX_BOUNDED_CHARS else hi
+            parts.append((f"{fam.name}{lo}-{hi or ''}", cover, bound, arr))
+            limit = max(limit, bound or 0)
+        limits.append(limit)
+    covers = [(cover_of[k], limits[k],
+               tuple(cover_of[j] for j, f in enumerate(families)
+                     if j > k and f.prefix == fam.prefix and _contains(f.chars, fam.chars)))
+              for k, fam in enumerate(families)]
     rest = np.array([i for i in remaining.tolist() if not taken[i]], dtype=np.int32)
     parts.append(("rest", None, None, rest))
     tries = [TokenTrie.from_tokens([token_bytes[i] for i in ids.tolist()], ids) for *_, ids in parts]

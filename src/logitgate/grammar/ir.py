@@ -150,7 +150,8 @@ class _Composite(Expr):
         raise NotImplementedError
 
     def __hash__(self) -> int:
-        return _cached_hash(self, self._key())
+        h = self._hash
+        return h if h is not None else _cached_hash(self, self._key())
 
     def __reduce__(self) -> tuple:  # rebuilt, not copied: the cached hash is valid in one process only
         return (type(self), self._key())
