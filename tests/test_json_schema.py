@@ -427,6 +427,70 @@ def test_quick_validation_agrees_with_jsonschema(value, draft, schema):
     assert _quick_validates(value, {**schema, "minimum": 1}, draft) is None
 
 
+def _holds(f, x: Fraction) -> bool:
+    """The value semantics of a number formula (the automata's oracle)."""
+    if isinstance(f, num.Range):
+        return ((f.lo is None or (x > f.lo if f.lo_excl else x >= f.lo))
+                and (f.hi is None or (x < f.hi if f.hi_excl else x <= f.hi)))
+    if isinstance(f, num.MultipleOf):
+        return (x / f.m).denominator == 1
+    if isinstance(f, num.And):
+        return all(_holds(it, x) for it in f.items)
+    if isinstance(f, num.Or):
+        return any(_holds(it, x) for it in f.items)
+    if isinstance(f, num.Not):
+        return not _holds(f.item, x)
+    return f.value
+
+
+def _atoms_of(f) -> list:
+    if isinstance(f, num.Range | num.MultipleOf):
+        return [f]
+    if isinstance(f, num.And | num.Or):
+        return [a for it in f.items for a in _atoms_of(it)]
+    return _atoms_of(f.item) if isinstance(f, num.Not) else []
+
+
+_BOUNDS = [Fraction(v) for v in ("0", "1", "-1", "7", "10", "150", "-25", "2.5", "0.125", "-0.75", "99.9", "1000")]
+_STEPS = [Fraction(v) for v in ("1", "3", "0.25", "0.1", "7", "2.5")]
+
+
+@st.composite
+def _formulas(draw, depth: int = 0):
+    kind = draw(st.sampled_from(["range", "range", "multiple"] + (["and", "or", "not"] if depth < 2 else [])))
+    if kind == "range":
+        lo, hi = draw(st.sampled_from([None, *_BOUNDS])), draw(st.sampled_from([None, *_BOUNDS]))
+        return num.Range(lo, draw(st.booleans()), hi, draw(st.booleans()))
+    if kind == "multiple":
+        return num.MultipleOf(draw(st.sampled_from(_STEPS)))
+    if kind == "not":
+        return num.Not(draw(_formulas(depth + 1)))
+    items = tuple(draw(st.lists(_formulas(depth + 1), min_size=2, max_size=3)))
+    return num.And(items) if kind == "and" else num.Or(items)
+
+
+_NUMERALS = st.one_of(
+    st.sampled_from(["0", "-0", "1", "-1", "7", "10", "149", "150", "151", "-25", "-26", "2.5", "2.50", "2.49",
+                     "0.125", "0.1250", "-0.75", "99.9", "99.90", "1000", "1000.0", "0.3", "1e2", "-1E-1", "0e0"]),
+    st.builds(lambda i, f: f"{i}.{f}" if f else str(i), st.integers(-1200, 1200), st.sampled_from(["", "0", "5", "25",
+                                                                                                  "125", "05", "999"])),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_formulas(), st.lists(_NUMERALS, min_size=20, max_size=20))
+def test_number_automaton_accepts_exactly_the_values_its_formula_holds_for(formula, numerals):
+    """The numeral automaton (digit steps grouped where every comparator agrees) against the
+    formula evaluated on each numeral's value; numerals with an exponent are accepted only where
+    no atom needs the exponent's digits (bounds 0 or absent, no multipleOf)."""
+    accepts_numeral = num.numeral_accepts(formula)
+    exponents = all(isinstance(a, num.Range) and all(b in (None, 0) for b in (a.lo, a.hi))
+                    for a in _atoms_of(formula))
+    for s in numerals:
+        want = _holds(formula, Fraction(s)) and (exponents or "e" not in s.lower())
+        assert accepts_numeral(s.encode()) == want, (formula, s)
+
+
 def test_numbers_module_decimal_digits_and_limits():
     assert num.decimal_digits(Fraction(25, 4)) == ("6", "25")
     with pytest.raises(ValueError):

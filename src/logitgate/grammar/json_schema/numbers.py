@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import pairwise
 from math import gcd
 from typing import Union
 
@@ -102,20 +103,25 @@ FALSE = _Const(False)
 Formula = Union[Range, MultipleOf, And, Or, Not, _Const]  # noqa: UP007 (runtime alias)
 
 
-def _atoms(f: Formula, out: list) -> None:
+def _atoms(f: Formula, out: list, where: dict[int, int]) -> None:
+    """The distinct atoms of ``f`` into ``out``; ``where`` maps each occurrence (by ``id``) to its
+    index there (equal atoms may be distinct objects, and comparing them hashes fractions)."""
     if isinstance(f, Range | MultipleOf):
-        if f not in out:
-            out.append(f)
+        if id(f) not in where:
+            if f not in out:
+                out.append(f)
+            where[id(f)] = out.index(f)
     elif isinstance(f, And | Or):
         for it in f.items:
-            _atoms(it, out)
+            _atoms(it, out, where)
     elif isinstance(f, Not):
-        _atoms(f.item, out)
+        _atoms(f.item, out, where)
 
 
 def _evaluate(f: Formula, values: dict) -> bool:
+    """``f`` with each atom's truth ``values[id(atom)]``."""
     if isinstance(f, Range | MultipleOf):
-        return values[f]
+        return values[id(f)]
     if isinstance(f, And):
         return all(_evaluate(it, values) for it in f.items)
     if isinstance(f, Or):
@@ -211,6 +217,22 @@ def _cmp_frac_digit(state, d: int, c: tuple[str, str] | None):
     return ("F", min(j + 1, len(cf)))
 
 
+def _cmp_cuts(state, c: tuple[str, str] | None, frac: bool, cuts: set[int]) -> None:
+    """Add to ``cuts`` the digits at which the comparator's next step (an integer digit, or a fraction
+    digit if ``frac``) may change: ``d`` against the constant's digit ``cd`` splits 0-9 three ways."""
+    if c is None:
+        return
+    if not frac and state[0] == "I" and state[2] == 0 and state[1] < len(c[0]):
+        cd = ord(c[0][state[1]]) - 48
+    elif frac and state[0] == "F":
+        cf = c[1]
+        cd = ord(cf[state[1]]) - 48 if state[1] < len(cf) else 0
+    else:
+        return
+    cuts.add(cd)
+    cuts.add(cd + 1)
+
+
 def _cmp_result(state, c: tuple[str, str] | None) -> int:
     if state[0] == "D":
         return state[1]
@@ -267,6 +289,15 @@ class _RangeMachine:
         neg, x, y = s
         a, b = self._consts(neg)
         return (neg, _cmp_frac_digit(x, d, a), _cmp_frac_digit(y, d, b))
+
+    def digit_cuts(self, s, frac: bool, cuts: set[int]) -> None:
+        """Digits at which the next digit step may change (see :func:`_build_dfa`)."""
+        if s is None:
+            s = self.sign(False)
+        neg, x, y = s
+        a, b = self._consts(neg)
+        _cmp_cuts(x, a, frac, cuts)
+        _cmp_cuts(y, b, frac, cuts)
 
     def accept(self, s) -> bool:
         neg, x, y = s
@@ -342,6 +373,13 @@ class _MultipleMachine:
             return ((r * 10 + d) % self.p, f + 1, ok)
         return (r, f, ok and d == 0)
 
+    def digit_cuts(self, st, frac: bool, cuts: set[int]) -> None:
+        """Digits at which the next digit step may change (see :func:`_build_dfa`)."""
+        if frac and st[1] >= self.s:
+            cuts.add(1)  # a digit past the multiple's precision: zero or not
+        elif self.p > 1:
+            cuts.update(range(1, 10))  # the remainder depends on each digit
+
     def accept(self, st) -> bool:
         r, f, ok = st
         return ok and (r * pow(10, self.s - f, self.p)) % self.p == 0
@@ -355,6 +393,9 @@ _MINUS, _DOT, _EXP, _PLUS = 10, 11, 12, 13
 # phases
 _START, _NEG, _I0, _I1, _FDOT, _FD, _EXP0, _EXPS, _EXPD = range(9)
 _FINAL_PHASES = {_I0, _I1, _FD, _EXPD}
+#: the symbols other than digits each phase may read ('-' starts a number or an exponent, ...)
+_OTHER_SYMS = {_START: (_MINUS,), _NEG: (), _I0: (_DOT, _EXP), _I1: (_DOT, _EXP), _FDOT: (), _FD: (_EXP,),
+               _EXP0: (_MINUS, _PLUS), _EXPS: (), _EXPD: ()}
 
 
 @dataclass
@@ -365,7 +406,8 @@ class _DFA:
 
 def _build_dfa(formula: Formula) -> _DFA:
     atoms: list = []
-    _atoms(formula, atoms)
+    where: dict[int, int] = {}
+    _atoms(formula, atoms, where)
     machines = [_RangeMachine(a) if isinstance(a, Range) else _MultipleMachine(a) for a in atoms]
     allow_exp = all(m.exponent_ok for m in machines)
 
@@ -414,32 +456,57 @@ def _build_dfa(formula: Formula) -> _DFA:
             return False
         if phase in (_I0, _I1):
             subs = tuple(m.int_end(s) for m, s in zip(machines, subs))
-        values = {a: m.accept(s) for a, m, s in zip(atoms, machines, subs)}
-        return _evaluate(formula, values)
+        truth = [m.accept(s) for m, s in zip(machines, subs)]
+        return _evaluate(formula, {occurrence: truth[k] for occurrence, k in where.items()})
+
+    def digit_groups(state) -> list[range]:
+        """The digits 0-9 in runs that step alike: each machine names where its step may change
+        (a comparator at its constant's digit, a remainder at every digit), and a first integer
+        digit 0 (no more digits after it) differs from 1-9. Stepping one digit per run is enough."""
+        phase, subs = state
+        if phase in (_I0, _EXP0, _EXPS, _EXPD):
+            return [range(10)]  # (no digit, or digits that change no machine: all alike)
+        cuts = {0, 10}
+        if phase in (_START, _NEG):
+            cuts.add(1)
+        frac = phase in (_FDOT, _FD)
+        for m, s in zip(machines, subs):
+            m.digit_cuts(s, frac, cuts)
+        edges = sorted(c for c in cuts if 0 <= c <= 10)
+        return [range(lo, hi) for lo, hi in pairwise(edges)]
 
     start = (_START, tuple(m.start() for m in machines))
     ids = {start: 0}
     order = [start]
     trans: list[dict[int, int]] = []
+
+    def state_id(nxt) -> int:
+        j = ids.get(nxt)
+        if j is None:
+            j = len(order)
+            if j >= MAX_NUMBER_STATES:
+                raise LimitExceededError(
+                    f"number automaton exceeds {MAX_NUMBER_STATES} states", limit="max_number_states"
+                )
+            ids[nxt] = j
+            order.append(nxt)
+        return j
+
     i = 0
     while i < len(order):
         st = order[i]
         i += 1
-        row: dict[int, int] = {}
-        for sym in range(14):
+        row: dict[int, int] = {}  # symbols in ascending order (digit runs ascend, then 10-13)
+        for digits in digit_groups(st):
+            nxt = step(st, digits[0])
+            if nxt is not None:
+                j = state_id(nxt)
+                for d in digits:
+                    row[d] = j
+        for sym in _OTHER_SYMS[st[0]]:
             nxt = step(st, sym)
-            if nxt is None:
-                continue
-            j = ids.get(nxt)
-            if j is None:
-                j = len(order)
-                if j >= MAX_NUMBER_STATES:
-                    raise LimitExceededError(
-                        f"number automaton exceeds {MAX_NUMBER_STATES} states", limit="max_number_states"
-                    )
-                ids[nxt] = j
-                order.append(nxt)
-            row[sym] = j
+            if nxt is not None:
+                row[sym] = state_id(nxt)
         trans.append(row)
     final = [accepting(s) for s in order]
     return _minimize(_trim(_DFA(trans, final)))
@@ -486,8 +553,9 @@ def _minimize(d: _DFA) -> _DFA:
     while True:
         sigs: dict[tuple, int] = {}
         new = [0] * n
-        for s in range(n):
-            key = (block[s], tuple(sorted((sym, block[t]) for sym, t in trans[s].items())))
+        for s in range(n):  # (rows list their symbols in ascending order: see _build_dfa)
+            row = trans[s]
+            key = (block[s], tuple(row), tuple([block[t] for t in row.values()]))
             new[s] = sigs.setdefault(key, len(sigs))
         if len(sigs) == nb:
             block = new
