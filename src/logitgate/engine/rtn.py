@@ -484,6 +484,13 @@ def _rule_hashes(names: list[str], dfas: list[DFA]) -> list[str]:
 
     for comp in strongly_connected_components(callees):  # callees first
         if len(comp) == 1 and comp[0] not in callees[comp[0]]:
+            d = dfas[comp[0]]
+            if not callees[comp[0]]:  # the digest of the table alone: kept with it (rule DFAs are cached)
+                solo = d.__dict__.get("_solo_digest")
+                if solo is None:
+                    solo = d.__dict__["_solo_digest"] = hashlib.sha256(d.table_digest()).digest()
+                digests[comp[0]] = solo
+                continue
             digests[comp[0]] = hashlib.sha256(labelled(comp[0], set())).digest()
             continue
         members = set(comp)
