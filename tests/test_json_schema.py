@@ -252,6 +252,12 @@ def test_recursion_refs_and_anchors():
           bad=[{"v": 1, "kids": [{"w": 2}]}, {"kids": []}])
     check({"definitions": {"s": {"type": "string"}}, "items": {"$ref": "#/definitions/s"}},
           good=[["a"]], bad=[[1]])
+    # every use of the definition (the root's $ref, the items' $ref) is one rule
+    g = json_schema_grammar(schema)
+    (node,) = {r.name for r in [g.rules["root"]] if isinstance(r, Ref)}
+    assert node in {name for other, refs in g.rule_refs.items() if other != "root" for name in refs}
+    # a $ref with siblings that constrain is still its own conjunction
+    check({"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n", "minimum": 3}, good=[3], bad=[2, "a"])
 
 
 def test_combinators():

@@ -8,6 +8,7 @@ must be the masks the grammar would have computed itself.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import logitgate as lg
 from engine_cases import small_vocab
@@ -114,3 +115,21 @@ def test_too_many_chains_is_a_limit_error() -> None:
         assert e.limit == "max_chains"
     else:
         raise AssertionError("a grammar past max_chains compiled")
+
+
+def test_a_root_that_is_another_rule_is_that_rule() -> None:
+    """``root ::= value`` compiles as ``value`` itself (no rule of its own to build), with the same
+    language; a chain of such rules that comes back is still refused."""
+    body = alt(lit("x"), seq(lit("("), Ref("value"), lit(")")))
+    rtn = compile_rtn(Grammar({"root": Ref("value"), "value": body}))
+    assert rtn.rule_names == ["value"]
+    compiled = lg.GrammarCompiler(small_vocab(["((x))"])).compile_grammar(Grammar({"root": Ref("value"), "value": body}))
+    for text, ok in (("((x))", True), ("(x", False), ("x)", None)):
+        m = lg.GrammarMatcher(compiled)
+        assert m.accept_string(text) == (ok is not None)
+        if ok is not None:
+            assert m.can_terminate() == ok
+    from logitgate.errors import GrammarError
+
+    with pytest.raises(GrammarError, match="root rule 'root'"):
+        compile_rtn(Grammar({"root": Ref("a"), "a": Ref("b"), "b": Ref("a")}))

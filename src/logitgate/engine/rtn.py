@@ -211,7 +211,13 @@ def _width(e: Expr) -> int:
 def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     """Compile ``grammar`` into an :class:`RTN` (see module docstring)."""
     limits = limits or CompileLimits()
-    g = grammar.reachable()
+    # "root ::= other" (a builtin JSON value, a schema that is one $ref): "other" is the root, one
+    # rule fewer to build (a chain that comes back is left recursion: found below as usual)
+    root, aliases = grammar.root, {grammar.root}
+    while type(grammar[root]) is Ref and grammar[root].name not in aliases:  # type: ignore[attr-defined]
+        root = grammar[root].name  # type: ignore[attr-defined]
+        aliases.add(root)
+    g = grammar.reachable(root)
     rules = dict(g.rules)
     all_refs = g.rule_refs
     refs = {n: list(dict.fromkeys(r)) for n, r in all_refs.items()}
@@ -322,7 +328,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
                     productive[i] = True
                     changed = len(members) > 1
     if not productive[0]:
-        raise GrammarError(f"the grammar's language is empty (root rule {g.root!r} derives no string)")
+        raise GrammarError(f"the grammar's language is empty (root rule {grammar.root!r} derives no string)")
     # (a rule DFA is minimal already unless it calls an unproductive rule or is empty itself)
     trimmed = [(d if productive[d.call_rule].all() and d.final.any() else minimize(d, productive))
                if productive[i] else None for i, d in enumerate(dfas)]

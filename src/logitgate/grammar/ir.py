@@ -592,23 +592,27 @@ class Grammar:
     def __str__(self) -> str:
         return self.to_ebnf()
 
-    def reachable(self) -> Grammar:
-        """The same grammar without rules unreachable from the root."""
-        seen = {self._root}
-        stack = [self._root]
+    def reachable(self, root: str | None = None) -> Grammar:
+        """The same grammar without rules unreachable from the root (or from rule ``root``, which
+        then is the root)."""
+        root = self._root if root is None else root
+        if root not in self._rules:
+            raise GrammarError(f"root rule {root!r} is not defined")
+        seen = {root}
+        stack = [root]
         while stack:
             for ref in self._refs[stack.pop()]:
                 if ref not in seen:
                     seen.add(ref)
                     stack.append(ref)
-        if len(seen) == len(self._rules):
+        if len(seen) == len(self._rules) and root == self._root:
             return self
         # (the rules are valid and normal already: the subset is taken as it is)
         sub = object.__new__(Grammar)
         sub._rules = MappingProxyType({n: e for n, e in self._rules.items() if n in seen})
         sub._refs = MappingProxyType({n: r for n, r in self._refs.items() if n in seen})
         sub._boolean_refs = MappingProxyType({n: r for n, r in self._boolean_refs.items() if n in seen})
-        sub._root = self._root
+        sub._root = root
         sub._hash = None
         return sub
 

@@ -230,7 +230,9 @@ class Converter:
                 return False
         ref = schema.get("$ref")
         legacy_ref = ref is not None and self.draft in ("draft4", "draft6", "draft7")
-        if not legacy_ref:
+        # (a node that is only a followed $ref adds nothing of its own: left out, every use of the
+        # same target is the same conjunction, hence the same rule)
+        if not legacy_ref and not (ref is not None and "$ref" not in self.ignore and _only(schema, "$ref")):
             out.append(node)
         if ref is not None and "$ref" not in self.ignore:
             target, tbase = self.refs.resolve(ref, base, ptr)
