@@ -414,32 +414,50 @@ def _normalize(e: Expr) -> Expr:
     t = type(e)
     if t is Seq:
         out: list[Expr] = []
+        same = type(e.items) is tuple  # the items as they are: ``e`` is its own normal form (no copy)
         for it in e.items:
             n = _normal_item(it)
-            for p in (n.items if type(n) is Seq else (n,)):  # type: ignore[attr-defined]
+            if type(n) is Seq:
+                parts, same = n.items, False  # type: ignore[attr-defined]
+            else:
+                parts, same = (n,), same and n is it
+            for p in parts:
                 tp = type(p)
                 if tp is Bytes:
                     if not p.value:  # type: ignore[attr-defined]
+                        same = False
                         continue
                     if out and type(out[-1]) is Bytes:
                         out[-1] = Bytes(out[-1].value + p.value)  # type: ignore[attr-defined]
+                        same = False
                         continue
                 elif tp is Alt and not p.items:  # type: ignore[attr-defined]
                     return NOTHING
                 out.append(p)
         if not out:
             return EMPTY
-        return out[0] if len(out) == 1 else Seq(tuple(out))
+        if len(out) == 1:
+            return out[0]
+        return e if same else Seq(tuple(out))
     if t is Alt:
         alts: list[Expr] = []
         seen: set[Expr] = set()
+        same = type(e.items) is tuple
         for it in e.items:
             n = _normal_item(it)
-            for p in (n.items if type(n) is Alt else (n,)):  # type: ignore[attr-defined]
+            if type(n) is Alt:
+                parts, same = n.items, False  # type: ignore[attr-defined]
+            else:
+                parts, same = (n,), same and n is it
+            for p in parts:
                 if p not in seen:
                     seen.add(p)
                     alts.append(p)
-        return alts[0] if len(alts) == 1 else Alt(tuple(alts))
+                else:
+                    same = False
+        if len(alts) == 1:
+            return alts[0]
+        return e if same else Alt(tuple(alts))
     if t is ByteSet:
         return _norm_byteset(e)  # type: ignore[arg-type]
     if isinstance(e, Repeat):
