@@ -43,6 +43,16 @@ def test_direct_automaton_has_the_language_of_its_expansion(names):
     _same_language(direct, standalone_dfa(e.expand(), None, 100_000))
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="abfAFnz09_-\"\\/\b\n\x01\x7f ", max_size=6), min_size=1, max_size=6))
+def test_direct_automaton_of_ascii_names_has_the_language_of_its_expansion(names):
+    """ASCII names take a path of their own (spellings made once per process, one kernel call)."""
+    e = string_content_except(names)
+    direct = standalone_dfa(e, None, 100_000)
+    assert trim(direct).num_states == direct.num_states
+    _same_language(direct, standalone_dfa(e.expand(), None, 100_000))
+
+
 def test_names_are_excluded_in_every_spelling_and_nothing_else_is():
     names = ["name", "na", "\u00e9t\u00e9", "a\"b", "\U0001f600"]
     g = Grammar({"root": string_content_except(names)})
@@ -86,3 +96,5 @@ def test_special_nodes_in_the_ir():
 def test_the_direct_automaton_respects_the_state_limit():
     with pytest.raises(LimitExceededError):
         standalone_dfa(string_content_except([f"property_{i:04d}" for i in range(200)]), None, 400)
+    with pytest.raises(LimitExceededError):  # the same past the ASCII path
+        standalone_dfa(string_content_except([f"propri\u00e9t\u00e9_{i:04d}" for i in range(200)]), None, 400)

@@ -256,7 +256,9 @@ class GrammarCompiler:
         formats = {f"f{i}": {"type": "string", "format": f} for i, f in enumerate(FORMATS)}
         schema = {"type": "object", "properties": {**formats,
                                                    "b": {"type": "integer", "minimum": 0},
-                                                   "c": {"enum": ["x", 1]}, "d": {"type": "array", "items": True},
+                                                   "c": {"enum": ["x", 1]},
+                                                   # (other keys of an object with a non-ASCII name)
+                                                   "d": {"type": "array", "items": {"properties": {"\u00e9": True}}},
                                                    "e": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
                                                    "f": {"type": "string", "pattern": "^[a-z0-9]+$"}},
                   "required": ["f0"]}

@@ -145,7 +145,62 @@ def _build(keys, key_ptr, sp_ptr, sp_data, ch_sp_ptr, cls_of_byte, s_row, s_fina
     return trans, final, n
 
 
+@njit(nogil=True, cache=True)
+def _build_ascii(name_bytes, name_ptr, ch_sp_ptr, sp_ptr, sp_data, s_class, s_trans, s_final, s0, max_states):
+    """:func:`_build` for names of ASCII characters, the preparation included: ``ch_sp_ptr`` (129
+    entries) and ``sp_ptr``/``sp_data`` hold the spellings of every ASCII character, so a name's
+    bytes are its character indices. Returns ``(byte_class, trans, final, n)``."""
+    # classes: the string automaton's, with every byte of a used character's spellings on its own
+    used = np.zeros(128, dtype=np.uint8)
+    for x in range(name_bytes.shape[0]):
+        used[name_bytes[x]] = 1
+    signature = np.empty(256, dtype=np.int64)
+    for b in range(256):
+        signature[b] = s_class[b]
+    per_char = np.zeros(128, dtype=np.int64)  # inner bytes of a character's spellings
+    for c in range(128):
+        if used[c]:
+            for sp in range(ch_sp_ptr[c], ch_sp_ptr[c + 1]):
+                per_char[c] += sp_ptr[sp + 1] - sp_ptr[sp] - 1
+                for x in range(sp_ptr[sp], sp_ptr[sp + 1]):
+                    signature[sp_data[x]] = 1000 + sp_data[x]
+    rank = np.full(1256, -1, dtype=np.int64)
+    byte_class = np.empty(256, dtype=np.int64)
+    reps = np.empty(256, dtype=np.int64)
+    k = 0
+    for b in range(256):
+        if rank[signature[b]] < 0:
+            rank[signature[b]] = k
+            reps[k] = b
+            k += 1
+        byte_class[b] = rank[signature[b]]
+    n_s = s_trans.shape[0]
+    s_row = np.empty((n_s, k), dtype=np.int32)
+    for q in range(n_s):
+        for c in range(k):
+            s_row[q, c] = s_trans[q, s_class[reps[c]]]
+    bound = n_s + 1
+    for x in range(name_bytes.shape[0]):
+        bound += per_char[name_bytes[x]] + 1
+    trans, final, n = _build(name_bytes, name_ptr, sp_ptr, sp_data, ch_sp_ptr, byte_class, s_row, s_final, s0,
+                             min(bound, max_states + 1))
+    return byte_class, trans, final, n
+
+
 _STRINGS: list[tuple] = []  # the string automaton's arrays, once made
+_ASCII_SPELLINGS: list[tuple] = []  # (ch_sp_ptr, sp_ptr, sp_data) of every ASCII character, once made
+
+
+def _ascii_spellings() -> tuple:
+    if not _ASCII_SPELLINGS:
+        per = [_spellings(cp) for cp in range(128)]
+        ch_sp_ptr = np.zeros(129, dtype=np.int64)
+        np.cumsum([len(x) for x in per], out=ch_sp_ptr[1:])
+        flat = [sp for x in per for sp in x]
+        sp_ptr = np.zeros(len(flat) + 1, dtype=np.int64)
+        np.cumsum([len(sp) for sp in flat], out=sp_ptr[1:])
+        _ASCII_SPELLINGS.append((ch_sp_ptr, sp_ptr, np.frombuffer(b"".join(flat), dtype=np.uint8).copy()))
+    return _ASCII_SPELLINGS[0]
 
 
 def _string_automaton(dfa_of: Callable[[Expr], Any]) -> tuple:
@@ -164,7 +219,19 @@ def build_except_automaton(names: tuple, dfa_of: Callable[[Expr], Any], max_stat
     module docstring), trimmed by construction; ``dfa_of`` gives the engine's minimal automaton of
     a plain expression (here: any string content)."""
     s_class, s_trans, s_final, s0 = _string_automaton(dfa_of)
-    text = "".join(names).encode("utf-32-le", "surrogatepass")
+    joined = "".join(names)
+    if joined.isascii():  # (nearly always: one kernel call, spellings made once per process)
+        name_ptr = np.zeros(len(names) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in names], out=name_ptr[1:])
+        byte_class, trans, final, n = _build_ascii(np.frombuffer(joined.encode("ascii"), dtype=np.uint8),
+                                                   name_ptr, *_ascii_spellings(), s_class, s_trans, s_final, s0,
+                                                   max_states)
+        if n < 0:
+            raise LimitExceededError(
+                f"the automaton of keys other than {len(names)} names exceeds {max_states} states",
+                limit="max_dfa_states")
+        return byte_class, trans[:n], final[:n], s_trans.shape[0]
+    text = joined.encode("utf-32-le", "surrogatepass")
     cps = np.frombuffer(text, dtype=np.uint32).astype(np.int64)
     lens = np.fromiter((len(n) for n in names), dtype=np.int64, count=len(names))
     if ((cps >= 0xD800) & (cps <= 0xDFFF)).any():  # a lone surrogate: no string content spells that name
