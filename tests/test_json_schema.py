@@ -306,6 +306,29 @@ def test_string_escapes_and_lengths():
     assert not accepts(g, b'"\\x41b"')  # no such escape
 
 
+@pytest.mark.parametrize("pattern", ["^[A-Z]{3}-[0-9]{4}$", "b+c", "^(.*)$", "[^a]", "\\s\\S", "[\\u0000-\\uffff]+$",
+                                     "^\\u00e9?[\\x00-\\x1f\"\\\\]$", "."])
+def test_a_pattern_is_string_content_already(pattern):
+    """A pattern's language (JSON-encoded characters) lies inside "any string content", so a string
+    with a pattern and no length bounds is the pattern alone (no intersection is built)."""
+    from logitgate.engine.automata import minimize, standalone_dfa
+    from logitgate.grammar.ir import and_
+    from logitgate.grammar.json_schema.strings import any_string_content, encode_chars
+    from logitgate.grammar.regex import regex_expr
+
+    r = regex_expr(pattern, search=True, encode_chars=encode_chars)
+    a, b = minimize(standalone_dfa(and_(any_string_content(), r), None, 100_000)), minimize(standalone_dfa(r, None, 100_000))
+    assert (a.num_states, a.byte_class.tolist(), a.trans.tolist(), a.final.tolist()) == \
+        (b.num_states, b.byte_class.tolist(), b.trans.tolist(), b.final.tolist())
+    g = json_schema_grammar({"type": "string", "pattern": pattern})
+
+    def has_and(e) -> bool:
+        return type(e).__name__ == "And" or any(has_and(c) for c in e.children())
+
+    assert not any(has_and(e) for e in g.rules.values())
+    assert any(has_and(e) for e in json_schema_grammar({"type": "string", "pattern": pattern, "maxLength": 3}).rules.values())
+
+
 def test_pattern_is_unanchored():
     check({"type": "string", "pattern": "b+c"}, good=["abbc", "bc!"], bad=["ac", "b"])
     check({"type": "string", "pattern": "^a$"}, good=["a"], bad=["ba", "a\\n"])

@@ -8,13 +8,13 @@ letters, then of ASCII letters and digits, then of identifier characters ``[A-Za
 a space and ASCII letters (``" name"``, after a keyword of a code grammar), then of characters
 ``C`` a JSON string may hold unescaped (except DEL and U+2028/U+2029) but the apostrophe (the
 body of a single-quoted string), then of all of those, each family bucketed by length
-(``C{1,10}``, ``C{11,30}``, ``C{31,}`` for text), plus the remainder. A byte-level token that ends
-inside a multi-byte character (BPE splits them) joins an unprefixed family when its text is of
-``C`` and its last character may finish as one of ``C``, counted with that character (see
-:func:`_split_partial`). The slices' tries are laid
-end to end in one trie (:class:`SliceSet`). For a state whose language (within its rule frame)
-contains every string of a slice -- checked on the automata, exactly -- the slice's bitset is
-OR-ed in and its tokens are not walked; the other slices are walked as usual.
+(``C{1,10}``, ``C{11,30}``, ``C{31,}`` for text), plus the remainder. A byte-level token that
+ends inside a multi-byte character (BPE splits them) joins an unprefixed family when its text is
+of ``C`` and its last character may finish as one of ``C``, counted with that character (see
+:func:`_split_partial`). The slices' tries are laid end to end in one trie (:class:`SliceSet`).
+For a state whose language (within its rule frame) contains every string of a slice -- checked
+on the automata, exactly -- the slice's bitset is OR-ed in and its tokens are not walked; the
+other slices are walked as usual.
 
 The check is exact: a slice is used only if *every* string of the slice's language survives
 from the state by byte steps inside its rule frame (transitions, or entering a rule through a
@@ -24,9 +24,10 @@ every ``C``-string of at most ``H`` characters survives, is the fewest complete 
 some byte dies (:meth:`SliceSet.survival_depth`). ``C{lo,hi}`` is contained iff ``hi <= H``, ``C{31,}``
 iff nothing ever dies -- unless its tokens are all short (:data:`MAX_BOUNDED_CHARS`): then its
 bound is its longest token's length, and a state with that much room takes it. A bounded
-string (``maxLength``) with ``r`` characters left has ``H = r``. Families nest, so a state that survives every JSON-string run survives every word.
-A prefixed family (`` C+``) counts the characters after its prefix; its searches prove nothing
-for the states they pass (from there on only ``C`` is read, not the prefix again).
+string (``maxLength``) with ``r`` characters left has ``H = r``. Families nest, so a state that
+survives every JSON-string run survives every word. A prefixed family (`` C+``) counts the
+characters after its prefix; its searches prove nothing for the states they pass (from there on
+only ``C`` is read, not the prefix again).
 """
 
 from __future__ import annotations

@@ -765,6 +765,7 @@ class Converter:
 
         lo, hi = 0, None
         parts: list[Expr] = []
+        patterns_only = True  # every part a pattern (made of encoded characters: string content)
         for n in nodes:
             s = n.schema
             if "minLength" in s and "minLength" not in self.ignore:
@@ -784,8 +785,13 @@ class Converter:
                     self.fail(f"unknown format {s['format']!r}", "format", n.ptr)
                 else:
                     parts.append(f)
+                    patterns_only = False
         if hi is not None and lo > hi:
             return None
+        if parts and patterns_only and lo == 0 and hi is None and not excluded and not excluded_contents:
+            # a pattern's language is string content already (its characters are JSON-encoded, no
+            # lone surrogate): "any content and the pattern" is the pattern, no intersection to build
+            return and_(*parts) if len(parts) > 1 else parts[0]
         base = repeat(any_char(), lo, hi)
         items = [base, *parts]
         if excluded:
