@@ -219,9 +219,11 @@ class GrammarCompiler:
         Builds the vocabulary slices, runs every numba kernel once (loading them from numba's
         cache) on a small recursive grammar, compiles a tiny grammar through each front-end
         (JSON Schema with objects, arrays and oneOf, regex, EBNF, choices: their modules and
-        dependencies get imported, which matters where Python writes no bytecode cache) and
-        builds the JSON spellings of printable ASCII characters (object keys are matched in
-        every spelling), so a first real compile and its first masks pay only for their own work.
+        dependencies get imported, which matters where Python writes no bytecode cache), builds
+        the JSON spellings of printable ASCII characters (object keys are matched in every
+        spelling) and of the character classes patterns use most, and the automaton of every
+        supported string format (cached process-wide), so a first real compile and its first
+        masks pay only for their own work.
         """
         self._warm_front_ends()
         from ..grammar.ir import Ref, alt, and_, byteset, lit, not_, repeat, seq
