@@ -241,6 +241,15 @@ def test_arrays():
         json_schema_grammar({"items": {"type": "integer"}, "uniqueItems": True})
 
 
+def test_plain_scalar_properties_share_one_body_and_keep_their_own_constraints():
+    schema = {"type": "object", "properties": {
+        "a": {"type": "integer", "description": "plain"}, "b": {"type": "integer", "minimum": 3},
+        "c": {"type": "integer", "title": "plain too"}, "d": {"type": "string"}, "e": {"type": "string", "maxLength": 1}},
+        "additionalProperties": False}
+    check(schema, good=[{"a": -5, "b": 3, "c": -7, "d": "long", "e": "x"}],
+          bad=[{"b": 2}, {"e": "xy"}, {"a": "s"}, {"c": 1.5}, {"d": 1}])
+
+
 def test_recursion_refs_and_anchors():
     schema = {
         "$defs": {"node": {"type": "object", "properties": {

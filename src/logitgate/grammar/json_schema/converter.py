@@ -77,6 +77,9 @@ class Negation:
 
 
 _NUM_KWS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+_SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean", "null"})
+_SCALAR_KEYS = frozenset({"type", "title", "description", "default", "examples", "$comment", "deprecated",
+                         "readOnly", "writeOnly"})
 _STR_KWS = frozenset({"minLength", "maxLength", "pattern", "format"})
 
 
@@ -107,6 +110,7 @@ class Converter:
         self._any: Expr | None = None
         self._regex_cache: dict[str, Expr] = {}
         self._shared: dict[Expr, str] = {}
+        self._scalar_bodies: dict[str, Expr] = {}  # by type: a schema that is only a scalar type
         self._neg_start: int | None = None
         self._validators: dict[tuple, tuple] = {}  # (schema, its validator) by (id(schema), base, formats)
 
@@ -316,6 +320,17 @@ class Converter:
             raise SchemaError(f"{kw} cannot be enforced exactly", keyword=kw, pointer=node.ptr)
 
     def build(self, nodes: list[Node]) -> Expr:
+        if len(nodes) == 1:  # {"type": "string", "description": ...}: most properties, built once
+            s = nodes[0].schema
+            t = s.get("type")
+            if type(t) is str and t in _SCALAR_TYPES and _SCALAR_KEYS.issuperset(s):
+                body = self._scalar_bodies.get(t)
+                if body is None:
+                    body = self._scalar_bodies[t] = self._build(nodes)
+                return body
+        return self._build(nodes)
+
+    def _build(self, nodes: list[Node]) -> Expr:
         for n in nodes:
             self.check_keywords(n)
         # 1. disjunctions
