@@ -109,12 +109,9 @@ def test_too_many_chains_is_a_limit_error() -> None:
     from logitgate.engine.rtn import CompileLimits
     from logitgate.errors import LimitExceededError
 
-    try:
+    with pytest.raises(LimitExceededError) as err:
         compile_rtn(_nested_starts(40), CompileLimits(max_chains=100))
-    except LimitExceededError as e:
-        assert e.limit == "max_chains"
-    else:
-        raise AssertionError("a grammar past max_chains compiled")
+    assert err.value.limit == "max_chains"
 
 
 def test_a_root_that_is_another_rule_is_that_rule() -> None:

@@ -146,19 +146,20 @@ def _build(keys, key_ptr, sp_ptr, sp_data, ch_sp_ptr, cls_of_byte, s_row, s_fina
 
 
 @njit(nogil=True, cache=True)
-def _build_ascii(name_bytes, name_ptr, ch_sp_ptr, sp_ptr, sp_data, s_class, s_trans, s_final, s0, max_states):
-    """:func:`_build` for names of ASCII characters, the preparation included: ``ch_sp_ptr`` (129
-    entries) and ``sp_ptr``/``sp_data`` hold the spellings of every ASCII character, so a name's
-    bytes are its character indices. Returns ``(byte_class, trans, final, n)``."""
-    # classes: the string automaton's, with every byte of a used character's spellings on its own
-    used = np.zeros(128, dtype=np.uint8)
-    for x in range(name_bytes.shape[0]):
-        used[name_bytes[x]] = 1
+def _build_names(keys, key_ptr, ch_sp_ptr, sp_ptr, sp_data, s_class, s_trans, s_final, s0, max_states):
+    """:func:`_build` with its preparation: ``keys`` are the names' characters as indices into a
+    table of spellings (character ``c``: spellings ``ch_sp_ptr[c]..ch_sp_ptr[c + 1]``). Makes the
+    classes (the string automaton's, with every byte of a used character's spellings on its own),
+    the string automaton in them and the state bound. Returns ``(byte_class, trans, final, n)``."""
+    n_chars = ch_sp_ptr.shape[0] - 1
+    used = np.zeros(n_chars, dtype=np.uint8)
+    for x in range(keys.shape[0]):
+        used[keys[x]] = 1
     signature = np.empty(256, dtype=np.int64)
     for b in range(256):
         signature[b] = s_class[b]
-    per_char = np.zeros(128, dtype=np.int64)  # inner bytes of a character's spellings
-    for c in range(128):
+    per_char = np.zeros(n_chars, dtype=np.int64)  # inner bytes of a character's spellings
+    for c in range(n_chars):
         if used[c]:
             for sp in range(ch_sp_ptr[c], ch_sp_ptr[c + 1]):
                 per_char[c] += sp_ptr[sp + 1] - sp_ptr[sp] - 1
@@ -179,10 +180,11 @@ def _build_ascii(name_bytes, name_ptr, ch_sp_ptr, sp_ptr, sp_data, s_class, s_tr
     for q in range(n_s):
         for c in range(k):
             s_row[q, c] = s_trans[q, s_class[reps[c]]]
+    # states: the string automaton, one per name-trie node, one per inner byte of each spelling
     bound = n_s + 1
-    for x in range(name_bytes.shape[0]):
-        bound += per_char[name_bytes[x]] + 1
-    trans, final, n = _build(name_bytes, name_ptr, sp_ptr, sp_data, ch_sp_ptr, byte_class, s_row, s_final, s0,
+    for x in range(keys.shape[0]):
+        bound += per_char[keys[x]] + 1
+    trans, final, n = _build(keys, key_ptr, sp_ptr, sp_data, ch_sp_ptr, byte_class, s_row, s_final, s0,
                              min(bound, max_states + 1))
     return byte_class, trans, final, n
 
@@ -191,15 +193,19 @@ _STRINGS: list[tuple] = []  # the string automaton's arrays, once made
 _ASCII_SPELLINGS: list[tuple] = []  # (ch_sp_ptr, sp_ptr, sp_data) of every ASCII character, once made
 
 
+def _spelling_table(per_char: list[tuple[bytes, ...]]) -> tuple:
+    """``(ch_sp_ptr, sp_ptr, sp_data)`` of :func:`_build_names` for the spellings of each character."""
+    ch_sp_ptr = np.zeros(len(per_char) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in per_char], out=ch_sp_ptr[1:])
+    flat = [sp for x in per_char for sp in x]
+    sp_ptr = np.zeros(len(flat) + 1, dtype=np.int64)
+    np.cumsum([len(sp) for sp in flat], out=sp_ptr[1:])
+    return ch_sp_ptr, sp_ptr, np.frombuffer(b"".join(flat), dtype=np.uint8).copy()
+
+
 def _ascii_spellings() -> tuple:
     if not _ASCII_SPELLINGS:
-        per = [_spellings(cp) for cp in range(128)]
-        ch_sp_ptr = np.zeros(129, dtype=np.int64)
-        np.cumsum([len(x) for x in per], out=ch_sp_ptr[1:])
-        flat = [sp for x in per for sp in x]
-        sp_ptr = np.zeros(len(flat) + 1, dtype=np.int64)
-        np.cumsum([len(sp) for sp in flat], out=sp_ptr[1:])
-        _ASCII_SPELLINGS.append((ch_sp_ptr, sp_ptr, np.frombuffer(b"".join(flat), dtype=np.uint8).copy()))
+        _ASCII_SPELLINGS.append(_spelling_table([_spellings(cp) for cp in range(128)]))
     return _ASCII_SPELLINGS[0]
 
 
@@ -220,49 +226,20 @@ def build_except_automaton(names: tuple, dfa_of: Callable[[Expr], Any], max_stat
     a plain expression (here: any string content)."""
     s_class, s_trans, s_final, s0 = _string_automaton(dfa_of)
     joined = "".join(names)
-    if joined.isascii():  # (nearly always: one kernel call, spellings made once per process)
-        name_ptr = np.zeros(len(names) + 1, dtype=np.int64)
-        np.cumsum([len(x) for x in names], out=name_ptr[1:])
-        byte_class, trans, final, n = _build_ascii(np.frombuffer(joined.encode("ascii"), dtype=np.uint8),
-                                                   name_ptr, *_ascii_spellings(), s_class, s_trans, s_final, s0,
-                                                   max_states)
-        if n < 0:
-            raise LimitExceededError(
-                f"the automaton of keys other than {len(names)} names exceeds {max_states} states",
-                limit="max_dfa_states")
-        return byte_class, trans[:n], final[:n], s_trans.shape[0]
-    text = joined.encode("utf-32-le", "surrogatepass")
-    cps = np.frombuffer(text, dtype=np.uint32).astype(np.int64)
-    lens = np.fromiter((len(n) for n in names), dtype=np.int64, count=len(names))
-    if ((cps >= 0xD800) & (cps <= 0xDFFF)).any():  # a lone surrogate: no string content spells that name
-        return build_except_automaton(tuple(n for n in names if not any(0xD800 <= ord(c) <= 0xDFFF for c in n)),
-                                      dfa_of, max_states)
     key_ptr = np.zeros(len(names) + 1, dtype=np.int64)
-    np.cumsum(lens, out=key_ptr[1:])
-    chars, key_chars = np.unique(cps, return_inverse=True)
-    spellings = [sp for cp in chars.tolist() for sp in _spellings(cp)]
-    counts = [len(_spellings(cp)) for cp in chars.tolist()]
-    ch_sp_ptr = np.zeros(len(counts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=ch_sp_ptr[1:])
-    sp_ptr = np.zeros(len(spellings) + 1, dtype=np.int64)
-    np.cumsum([len(sp) for sp in spellings], out=sp_ptr[1:])
-    data = np.frombuffer(b"".join(spellings) or b"\0", dtype=np.uint8)
-    # states: the string automaton, one per name-trie node, one per inner byte of each spelling
-    inner = sp_ptr[1:] - sp_ptr[:-1] - 1
-    per_char = np.add.reduceat(inner, ch_sp_ptr[:-1]) if len(counts) else inner
-    bound = s_trans.shape[0] + 1 + int((per_char[key_chars] + 1).sum()) if len(counts) else s_trans.shape[0] + 1
-    # classes: the string automaton's, with every byte a spelling uses on its own
-    signature = s_class.copy()
-    signature[data] = 1000 + data.astype(np.int64)
-    _, first, inverse = np.unique(signature, return_index=True, return_inverse=True)
-    rank = np.empty(first.shape[0], dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.shape[0])
-    byte_class = rank[inverse.ravel()]
-    reps = np.empty(first.shape[0], dtype=np.int64)
-    reps[byte_class] = np.arange(256)
-    s_row = np.ascontiguousarray(s_trans[:, s_class[reps]])
-    trans, final, n = _build(key_chars.ravel().astype(np.int64), key_ptr, sp_ptr, data, ch_sp_ptr, byte_class,
-                             s_row, s_final, s0, min(bound, max_states + 1))
+    np.cumsum([len(x) for x in names], out=key_ptr[1:])
+    if joined.isascii():  # (nearly always: the spellings of every ASCII character are made once)
+        keys = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).astype(np.int64)
+        table = _ascii_spellings()
+    else:
+        cps = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
+        if ((cps >= 0xD800) & (cps <= 0xDFFF)).any():  # a lone surrogate: no string content spells that name
+            return build_except_automaton(tuple(n for n in names if not any(0xD800 <= ord(c) <= 0xDFFF for c in n)),
+                                          dfa_of, max_states)
+        chars, keys = np.unique(cps, return_inverse=True)
+        table = _spelling_table([_spellings(cp) for cp in chars.tolist()])
+    byte_class, trans, final, n = _build_names(keys.ravel().astype(np.int64), key_ptr, *table, s_class, s_trans,
+                                               s_final, s0, max_states)
     if n < 0:
         raise LimitExceededError(f"the automaton of keys other than {len(names)} names exceeds {max_states} states",
                                  limit="max_dfa_states")
