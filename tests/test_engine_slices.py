@@ -79,8 +79,8 @@ def test_masks_with_slices_equal_whole_trie_walks(compiler, k):
     checked = 0
     for i in range(len(text) + 1):
         for s in {int(x) for x in m._top}:
-            fast = compute_state_mask(s, cg.rtn, rt.slices, rt.trie.tok_ids, rt.scratch())
-            plain = compute_state_mask(s, cg.rtn, whole, rt.trie.tok_ids, rt.scratch())
+            fast = compute_state_mask(s, cg.rtn, rt.slices, rt.base_row, rt.scratch())
+            plain = compute_state_mask(s, cg.rtn, whole, rt.base_row, rt.scratch())
             assert _ids(fast, rt) == _ids(plain, rt), (k, text[:i])
             assert fast.has_exits == plain.has_exits
             checked += 1
@@ -182,16 +182,24 @@ def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler)
 
 @pytest.mark.parametrize("density", [0.0, 1e-4, 0.003, 0.2, 1.0])
 def test_counting_and_listing_a_row(density):
-    from logitgate.engine.masks import _count_and_list
+    from logitgate.engine.masks import _count_and_list, _rejected_ids, _row_to_ids
 
     rng = np.random.default_rng(int(density * 1e4))
     bits = rng.random(300 * 32) < density
+    bits[31] = density > 0.1  # the sign bit of a word
     row = np.packbits(bits, bitorder="little").view(np.int32)
     ids = np.full(300, -1, dtype=np.int32)
     n = _count_and_list(row, ids)
     assert n == int(bits.sum())
     if n <= ids.shape[0]:
         assert ids[:n].tolist() == np.flatnonzero(bits).tolist()
+    assert _row_to_ids(row, n).tolist() == np.flatnonzero(bits).tolist()
+    # rejected: the tokens of a base set (here: a random half of all ids) whose bit is clear
+    in_base = rng.random(bits.shape[0]) < 0.5
+    in_base[31] = True
+    base = np.packbits(in_base, bitorder="little").view(np.int32)
+    clear = np.flatnonzero(in_base & ~bits)
+    assert _rejected_ids(row, base, clear.shape[0]).tolist() == clear.tolist()
 
 
 def test_a_token_ending_inside_a_character_counts_that_character():

@@ -143,7 +143,7 @@ class CompiledGrammar:
         m = self._store.get(key)
         if m is None:
             rt = self._runtime
-            m = compute_state_mask(state, self.rtn, rt.slices, rt.trie.tok_ids, rt.scratch())
+            m = compute_state_mask(state, self.rtn, rt.slices, rt.base_row, rt.scratch())
             self._store.put(key, m)
         self._state_masks[state] = m
         return m

@@ -97,18 +97,31 @@ def _write_set(row, kind, data, overwrite, base):
             row[w] |= full[w]
 
 
+#: bit index of a power of two ``b`` (32 bits) at ``((b * 0x077CB531) mod 2**32) >> 27`` (de Bruijn)
+_BIT_INDEX = np.array([0, 1, 28, 2, 29, 14, 24, 3, 30, 22, 20, 15, 25, 17, 4, 8,
+                       31, 27, 13, 23, 21, 19, 16, 7, 26, 12, 18, 6, 11, 5, 10, 9], dtype=np.int64)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _list_bits(x, first, out, n):
+    """Write ``first`` + the position of each bit set in ``x`` (a 32-bit word in an int64) to
+    ``out[n:]``, lowest first; return the new ``n``. One step per set bit."""
+    while x:
+        low = x & -x
+        out[n] = first + _BIT_INDEX[((low * 0x077CB531) & 0xFFFFFFFF) >> 27]
+        n += 1
+        x ^= low
+    return n
+
+
 @njit(nogil=True, cache=True)
 def _row_to_ids(row, limit):
     out = np.empty(limit, dtype=np.int32)
     n = 0
     for w in range(row.shape[0]):
-        x = row[w]
-        if x == 0:
-            continue
-        for b in range(32):
-            if (x >> b) & 1:
-                out[n] = w * 32 + b
-                n += 1
+        x = np.int64(row[w]) & 0xFFFFFFFF
+        if x:
+            n = _list_bits(x, w * 32, out, n)
     return out[:n]
 
 
@@ -127,25 +140,21 @@ def _count_and_list(row, ids):
         c = (c + (c >> 4)) & 0x0F0F0F0F
         c = (c + (c >> 8) + (c >> 16) + (c >> 24)) & 0x3F
         if n + c <= cap:
-            k = n
-            for b in range(32):
-                if (x >> b) & 1:
-                    ids[k] = w * 32 + b
-                    k += 1
+            _list_bits(x, w * 32, ids, n)
         n += c
     return n
 
 
 @njit(nogil=True, cache=True)
-def _rejected_ids(row, trie_ids, limit):
-    """Ids of trie tokens (non-special real tokens) whose bit is clear."""
+def _rejected_ids(row, base, limit):
+    """Ids of the trie tokens (bits of ``base``) whose bit in ``row`` is clear, ascending; there
+    are ``limit`` of them."""
     out = np.empty(limit, dtype=np.int32)
     n = 0
-    for k in range(trie_ids.shape[0]):
-        t = trie_ids[k]
-        if not (row[t >> 5] >> (t & 31)) & 1:
-            out[n] = t
-            n += 1
+    for w in range(row.shape[0]):
+        x = np.int64(base[w] & ~row[w]) & 0xFFFFFFFF
+        if x:
+            n = _list_bits(x, w * 32, out, n)
     return out[:n]
 
 
@@ -184,10 +193,10 @@ def _raise_walk_error(code: int) -> None:
         raise LimitExceededError("too many rule calls within one token", limit="arena_cap")
 
 
-def compute_state_mask(state: int, rtn, slices: SliceSet, trie_ids: np.ndarray, scratch: WalkScratch) -> StateMask:
+def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, scratch: WalkScratch) -> StateMask:
     """Context-independent mask of ``state`` (see module docstring).
 
-    ``slices`` partition the trie tokens (:mod:`.slices`); ``trie_ids`` are all of them. Slices
+    ``slices`` partition the trie tokens (:mod:`.slices`); ``trie_row`` is the bitset of them all. Slices
     whose every token the state accepts are OR-ed in; the others are walked in one call.
     """
     row = scratch.row
@@ -201,12 +210,12 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_ids: np.ndarray, 
     words = row.shape[0]
     ids = scratch.ids
     count = int(_count_and_list(row, ids))
-    n_trie = int(trie_ids.shape[0])
+    n_trie = slices.trie.num_tokens
     # choose the smallest representation (ids are 4 bytes each, the bitset 4 bytes a word)
     if count <= words:
         return StateMask(TokenSetKind.ACCEPTED, ids[:count].copy(), exits, count)
     if n_trie - count <= words:
-        return StateMask(TokenSetKind.REJECTED, _rejected_ids(row, trie_ids, n_trie - count), exits, count)
+        return StateMask(TokenSetKind.REJECTED, _rejected_ids(row, trie_row, n_trie - count), exits, count)
     return StateMask(TokenSetKind.BITSET, row.copy(), exits, count)
 
 
@@ -267,7 +276,7 @@ def warm_kernels(num_words: int, trie_ids: np.ndarray) -> None:
     row[:] = 0
     _count_and_list(row, np.empty(1, dtype=np.int32))
     _row_to_ids(row, 0)  # the limit is the count: 0 bits set
-    _rejected_ids(row, ids, ids.shape[0])
+    _rejected_ids(base, base, 0)  # (no bit of base is clear in base)
 
 
 class MaskStore:
