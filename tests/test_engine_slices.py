@@ -161,10 +161,16 @@ def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler)
         for s in range(rtn.num_states):
             bitsets, starts, ends = slices.walk_plan(s, rtn)
             taken = {id(b) for b in bitsets}
-            walked = set(zip(starts.tolist(), ends.tolist(), strict=True))
+            walked = _subtrees(slices.trie, starts, ends)
+            enterable = _first_bytes(rtn, s)
             for sl in slices:
                 whole = id(sl.bitset) in taken
-                assert whole != ((sl.first, sl.end) in walked) or sl.first == sl.end, (schema, s, sl.name)
+                mine = _subtrees(slices.trie, [sl.first], [sl.end])
+                if whole:
+                    assert not mine & walked, (schema, s, sl.name)
+                else:  # walked: the subtrees the state can enter (every one if it may pop)
+                    assert mine & walked == {r for r in mine if slices.trie.node_byte[r] in enterable}, \
+                        (schema, s, sl.name)
                 if sl.cover is None:
                     assert not whole
                     continue
@@ -178,6 +184,24 @@ def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler)
                     assert whole == (sl.max_chars <= h), (schema, s, sl.name, h)
                 elif whole:
                     assert h == math.inf, (schema, s, sl.name)
+
+
+def _subtrees(trie, starts, ends) -> set[int]:
+    """The top-level nodes of the trie ranges ``starts[i]:ends[i]``."""
+    out = set()
+    for i, end in zip(starts, ends, strict=True):
+        while i < end:
+            out.add(int(i))
+            i = int(trie.node_end[i])
+    return out
+
+
+def _first_bytes(rtn, s) -> set[int]:
+    """Bytes ``s`` takes by a transition or a call chain; all bytes if ``s`` is final (it may pop)."""
+    if rtn.final[s]:
+        return set(range(256))
+    tops = [s, *rtn.chain_target[rtn.chain_ptr[s]:rtn.chain_ptr[s + 1]].tolist()]
+    return {b for b in range(256) for t in tops if rtn.trans[t * rtn.num_classes + rtn.byte_class[b]] >= 0}
 
 
 @pytest.mark.parametrize("density", [0.0, 1e-4, 0.003, 0.2, 1.0])

@@ -438,13 +438,16 @@ def cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit
 @njit(nogil=True, cache=True)
 def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_wider, off, edge_ptr, edge_to,
                edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, max_pairs,
-               s_cover, s_max, s_first, s_end, take, starts, ends):
+               s_cover, s_max, s_first, s_end, r_ptr, r_node, r_end, r_byte, byte_class, final, take, starts, ends):
     """Which slices ``state`` accepts whole (``take[j]``) and the trie ranges of the others
     (``starts``/``ends``, their count returned): see :meth:`logitgate.engine.slices.SliceSet.walk_plan`.
 
     Covers come widest character set first; ``c_wider[k]`` has bit ``w`` for each cover ``w`` whose
     survival of a string implies cover ``k``'s. Slice ``j`` holds strings of cover ``s_cover[j]``
-    (-1: the remainder) of at most ``s_max[j]`` characters (-1: no bound).
+    (-1: the remainder) of at most ``s_max[j]`` characters (-1: no bound); its top-level trie nodes
+    are ``r_node[r_ptr[j]:r_ptr[j + 1]]`` (subtrees ending at ``r_end``, first bytes ``r_byte``).
+    Of a walked slice, only the subtrees whose first byte the state can take are listed (adjacent
+    ones as one range), unless the state is final (a pop may take any byte).
     """
     nk = c_start.shape[0]
     depth = np.zeros(nk, dtype=np.int64)
@@ -460,6 +463,15 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
         else:
             depth[k] = cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, off, edge_ptr,
                                    edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, max_pairs)
+    # the classes the state takes inside its frame: its transitions and its call chains' entries
+    every = final[state] != 0
+    can = np.zeros(ncls, dtype=np.uint8)
+    if not every:
+        for x in range(chain_ptr[state] - 1, chain_ptr[state + 1]):
+            t = state if x < chain_ptr[state] else chain_target[x]
+            for c in range(ncls):
+                if trans[t * ncls + c] >= 0:
+                    can[c] = 1
     n = 0
     for j in range(s_cover.shape[0]):
         c = s_cover[j]
@@ -467,8 +479,21 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
         if c >= 0:
             whole = depth[c] == DEPTH_INF if s_max[j] < 0 else s_max[j] <= depth[c]
         take[j] = whole
-        if not whole and s_end[j] > s_first[j]:
+        if whole or s_end[j] <= s_first[j]:
+            continue
+        if every:
             starts[n] = s_first[j]
             ends[n] = s_end[j]
             n += 1
+            continue
+        last_end = -1
+        for r in range(r_ptr[j], r_ptr[j + 1]):
+            if can[byte_class[r_byte[r]]]:
+                if r_node[r] == last_end:  # right after the previous range: extend it
+                    ends[n - 1] = r_end[r]
+                else:
+                    starts[n] = r_node[r]
+                    ends[n] = r_end[r]
+                    n += 1
+                last_end = r_end[r]
     return n

@@ -163,11 +163,13 @@ class SliceSet:
         trie ranges of the others (to walk). One kernel call (:func:`._survival.plan_state`)."""
         p = self._plan(rtn)
         n_sl = len(self.slices)
+        roots = self._roots
         take = np.empty(n_sl, dtype=np.uint8)
-        starts = np.empty(n_sl, dtype=np.int32)
-        ends = np.empty(n_sl, dtype=np.int32)
+        starts = np.empty(roots[1].shape[0] + n_sl, dtype=np.int32)
+        ends = np.empty(starts.shape[0], dtype=np.int32)
         n = plan_state(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target, *self._cover_params,
-                       *p.tables, p.lower, p.memo, MAX_PAIRS, *self._slice_params, take, starts, ends)
+                       *p.tables, p.lower, p.memo, MAX_PAIRS, *self._slice_params, *roots, rtn.byte_class,
+                       rtn.final, take, starts, ends)
         return [self.slices[j].bitset for j in np.flatnonzero(take).tolist()], starts[:n], ends[:n]
 
     def survival_depth(self, k: int, state: int, rtn) -> float:
@@ -245,6 +247,23 @@ class SliceSet:
         wider = [sum(1 << index[id(w)] for w in ws) for _, _, ws in self.covers]
         return (self._cover_arrays["start"], np.array([lim for _, lim, _ in self.covers], dtype=np.int64),
                 np.array(wider, dtype=np.int64))
+
+    @functools.cached_property
+    def _roots(self) -> tuple[np.ndarray, ...]:
+        """``(ptr, node, end, byte)``: each slice's top-level trie nodes (``node[ptr[j]:ptr[j + 1]]``
+        for slice ``j``), where their subtrees end and their bytes. A walk plan lists only the
+        subtrees a state can enter, and reads these few hundred entries, not the trie itself."""
+        t = self.trie
+        ptr, nodes = [0], []
+        for sl in self.slices:
+            i = sl.first
+            while i < sl.end:
+                nodes.append(i)
+                i = int(t.node_end[i])
+            ptr.append(len(nodes))
+        node = np.array(nodes, dtype=np.int64)
+        return (np.array(ptr, dtype=np.int64), node, t.node_end[node].astype(np.int64),
+                t.node_byte[node].astype(np.int64))
 
     @functools.cached_property
     def _slice_params(self) -> tuple[np.ndarray, ...]:
