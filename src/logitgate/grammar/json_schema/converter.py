@@ -10,6 +10,7 @@ conjunction becomes one grammar rule, so recursive references become recursive r
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -113,6 +114,10 @@ class Converter:
         self._scalar_bodies: dict[str, Expr] = {}  # by type: a schema that is only a scalar type
         self._neg_start: int | None = None
         self._validators: dict[tuple, tuple] = {}  # (schema, its validator) by (id(schema), base, formats)
+        #: (schema, verdict) by (id(schema), base, formats, the value as JSON text): disjointness checks
+        #: of a oneOf validate the same few values against the same branches again and again
+        self._verdicts: dict[tuple, tuple] = {}
+        self._partial: dict[tuple, tuple] = {}  # (schema, it without consumed keywords), see validates
 
     # ------------------------------------------------------------------ helpers
     def fail(self, message: str, keyword: str, pointer: str) -> None:
@@ -186,15 +191,31 @@ class Converter:
 
     def validates(self, value: Any, node: Node) -> bool:
         """Exact check of a concrete value against one node: directly for type/enum/const schemas
-        (:func:`_quick_validates`), else with a ``jsonschema`` validator made once per node."""
+        (:func:`_quick_validates`), else with a ``jsonschema`` validator made once per node.
+
+        Keywords the node has consumed are left out: the conjunction it is part of stands for them
+        (an ``anyOf``/``oneOf`` by one branch, a ``not`` or dependency by what it expanded into,
+        an ignored keyword by nothing). A ``oneOf`` checked whole would wrongly say a value both
+        branches hold is in neither -- and disjointness tests would believe overlapping branches
+        disjoint."""
         schema = node.schema
         if isinstance(schema, bool):
             return schema
+        if node.consumed:
+            schema = self._unconsumed(schema, node.consumed)
         quick = _quick_validates(value, schema, self.draft)
         if quick is not None:
             return quick
         formats = self.strict_format and "format" not in self.ignore
         key = (id(schema), node.base, formats)
+        try:
+            text = json.dumps(value, sort_keys=True)  # (1 and 1.0 differ: they may, in draft 4)
+        except (TypeError, ValueError):
+            text = None
+        if text is not None:
+            known = self._verdicts.get((*key, text))
+            if known is not None and known[0] is schema:
+                return known[1]
         try:
             hit = self._validators.get(key)
             if hit is None or hit[0] is not schema:
@@ -204,9 +225,22 @@ class Converter:
 
                     fc = jsonschema.FormatChecker()
                 hit = self._validators[key] = (schema, self.refs.validator(schema, node.base, fc))
-            return hit[1].is_valid(value)
+            verdict = bool(hit[1].is_valid(value))
         except Exception as exc:
             raise SchemaError(f"cannot validate value {value!r}: {exc}", pointer=node.ptr) from exc
+        if text is not None:
+            self._verdicts[(*key, text)] = (schema, verdict)
+        return verdict
+
+    def _unconsumed(self, schema: dict, consumed: frozenset) -> dict:
+        """``schema`` without the keywords in ``consumed`` (``then``/``else`` go with ``if``); the
+        same dict each time (validators and verdicts are cached by its identity)."""
+        key = (id(schema), consumed)
+        hit = self._partial.get(key)
+        if hit is None or hit[0] is not schema:
+            drop = consumed | ({"then", "else"} if "if" in consumed else set())
+            hit = self._partial[key] = (schema, {k: v for k, v in schema.items() if k not in drop})
+        return hit[1]
 
     # ------------------------------------------------------------------ flattening
     def expand(self, schema: Any, base: str, ptr: str, out: list[Node], seen: set | None = None) -> bool:
@@ -490,6 +524,24 @@ class Converter:
                         k = json_key(v)
                         seen[k] = (v, seen.get(k, (v, 0))[1] + 1)
                 parts.extend(self.lex.value_literal(v) for v, c in seen.values() if c == 1)
+                continue
+            if sum(f is None for f in finite) == 1:
+                # one branch is not a finite set: it without the others' values, and each of those
+                # values that exactly one branch holds
+                k = finite.index(None)
+                seen = {}
+                for f in finite[:k] + finite[k + 1:]:
+                    for v in f:
+                        key = json_key(v)
+                        seen[key] = (v, seen.get(key, (v, 0))[1] + 1)
+                parts.extend(self.lex.value_literal(v) for v, c in seen.values()
+                             if c == 1 and not all(self.validates(v, nd) for nd in restricted[k]))
+                conj = list(restricted[k])
+                if seen:
+                    others = {"enum": [v for v, _ in seen.values()]}
+                    self._keep.append(others)
+                    conj.append(Node(self.synthetic_not(others), "", f"{n.ptr}/oneOf"))
+                parts.append(self.value(conj))
                 continue
             if t in ("integer", "fraction", "string") and all(self._plain(b, t) for b in restricted):
                 if t == "string":
