@@ -778,7 +778,9 @@ class Converter:
             atoms.append(num.Not(fx))
         formula = num.And(tuple(atoms)) if len(atoms) > 1 else formula
         prefix = self.new_name("n")
-        e, rules = num.number_expr(formula, rule_prefix=prefix)
+        # draft 4: an integer is a numeral without a fraction or exponent (2.0 is a number only)
+        plain = self.draft == "draft4" and "fraction" not in types
+        e, rules = num.number_expr(formula, rule_prefix=prefix, plain_integers=plain)
         self.rules.update(rules)
         return e
 

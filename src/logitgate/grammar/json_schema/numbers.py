@@ -404,7 +404,7 @@ class _DFA:
     final: list[bool]
 
 
-def _build_dfa(formula: Formula) -> _DFA:
+def _build_dfa(formula: Formula, plain_integers: bool = False) -> _DFA:
     atoms: list = []
     where: dict[int, int] = {}
     _atoms(formula, atoms, where)
@@ -427,6 +427,8 @@ def _build_dfa(formula: Formula) -> _DFA:
                 if phase == _I0:
                     return None
                 return (_I1, tuple(m.int_digit(s, sym) for m, s in zip(machines, subs)))
+            if plain_integers:
+                return None
             if sym == _DOT:
                 return (_FDOT, tuple(m.int_end(s) for m, s in zip(machines, subs)))
             if sym == _EXP and allow_exp:
@@ -669,30 +671,33 @@ def _emit(d: _DFA, rule_prefix: str) -> tuple[Expr, dict[str, Expr]]:
     return ref(0), rules
 
 
-def number_expr(formula: Formula, rule_prefix: str = "num") -> tuple[Expr, dict[str, Expr]]:
+def number_expr(formula: Formula, rule_prefix: str = "num",
+                plain_integers: bool = False) -> tuple[Expr, dict[str, Expr]]:
     """IR for the JSON numerals whose value satisfies ``formula``.
 
     Returns ``(expr, rules)``: ``rules`` holds right-linear helper rules named
     ``{rule_prefix}.q<N>`` (empty unless the automaton has non-trivial cycles, as
-    remainder automata for ``MultipleOf`` do); add them to the grammar.
+    remainder automata for ``MultipleOf`` do); add them to the grammar. ``plain_integers``
+    keeps only numerals without a fraction or exponent (draft 4's integers: ``1.0`` is not one).
     """
-    hit = _EXPR_CACHE.get(formula)
+    key = (formula, "plain integers") if plain_integers else formula
+    hit = _EXPR_CACHE.get(key)
     if hit is None:
-        d = _build_dfa(formula)
+        d = _build_dfa(formula, plain_integers)
         e, rules = _emit(d, rule_prefix)
         if len(_EXPR_CACHE) >= _EXPR_CACHE_SIZE:
             _EXPR_CACHE.pop(next(iter(_EXPR_CACHE)))
         # an automaton without helper rules gives an expression that does not depend on the prefix
-        _EXPR_CACHE[formula] = e if not rules else d
+        _EXPR_CACHE[key] = e if not rules else d
         return e, rules
     if isinstance(hit, Expr):
         return hit, {}
     return _emit(hit, rule_prefix)
 
 
-#: formula -> its expression (no helper rules) or its automaton (helper rules named per call);
-#: schemas repeat the same bounds (``minimum: 0``, ``type: integer``) over and over
-_EXPR_CACHE: dict[Formula, object] = {}
+#: formula (with "plain integers" where asked) -> its expression (no helper rules) or its automaton
+#: (helper rules named per call); schemas repeat the same bounds (``minimum: 0``, ``type: integer``)
+_EXPR_CACHE: dict[object, object] = {}
 _EXPR_CACHE_SIZE = 4096
 
 
