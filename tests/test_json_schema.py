@@ -348,6 +348,10 @@ def test_one_of_with_a_value_in_two_branches():
           good=["c", 3, ""], bad=["a", "b", 4])
     check({"oneOf": [{"type": "integer", "minimum": 5}, {"enum": [5, 6, "z"]}, {"enum": [6, 7]}]},
           good=[8, "z", 99], bad=[5, 6, 7, 4])
+    # two oneOfs in one conjunction: a branch's values are checked against the other oneOf whole
+    check({"allOf": [{"oneOf": [{"enum": ["a", 1]}, {"type": "null"}]},
+                     {"oneOf": [{"type": "array"}, {"type": "null"}, {"const": 1}]}]},
+          good=[None, 1], bad=["a", [], 2])
 
 
 # ----------------------------------------------------------------------------- strings and formats

@@ -737,12 +737,12 @@ class Converter:
         return cands
 
     def finite_values(self, nodes: list[Node] | None) -> list[Any] | None:
-        """The exact finite set of values of a conjunction, or None when not finite (or unknown)."""
+        """The exact finite set of values of a conjunction, or None when not finite (or unknown).
+
+        Candidates come from ``enum``/``const``/``type`` keywords; each is checked against every node
+        (:meth:`validates`: a combinator not yet distributed is checked whole, which is exact)."""
         if nodes is None:
             return []
-        for n in nodes:
-            if any(k in n.schema and k not in n.consumed for k in ("anyOf", "oneOf", "if")):
-                return None
         c = self.finite_candidates(nodes)
         if c is None:
             return None
