@@ -159,12 +159,15 @@ def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler)
         rtn, slices = cg.rtn, cg._runtime.slices
         index = {id(c): k for k, (c, _, _) in enumerate(slices.covers)}
         for s in range(rtn.num_states):
-            bitsets, starts, ends = slices.walk_plan(s, rtn)
-            taken = {id(b) for b in bitsets}
+            taken, starts, ends = slices.walk_plan(s, rtn)
             walked = _subtrees(slices.trie, starts, ends)
             enterable = _first_bytes(rtn, s)
-            for sl in slices:
-                whole = id(sl.bitset) in taken
+            union = np.zeros_like(slices.slices[0].bitset)
+            for j in taken:
+                union |= slices.slices[j].bitset
+            assert np.array_equal(slices.union(taken), union)
+            for j, sl in enumerate(slices):
+                whole = j in taken
                 mine = _subtrees(slices.trie, [sl.first], [sl.end])
                 if whole:
                     assert not mine & walked, (schema, s, sl.name)
@@ -281,5 +284,5 @@ def test_open_buckets_of_short_tokens_are_bounded_by_their_longest(compiler):
         m.reset()
         assert m.accept_string(text)
         (state,) = {int(x) for x in m._top}
-        bitsets, _, _ = slices.walk_plan(state, cg.rtn)
-        assert any(b is lower.bitset for b in bitsets) == (room >= longest), room
+        taken, _, _ = slices.walk_plan(state, cg.rtn)
+        assert (slices.slices.index(lower) in taken) == (room >= longest), room

@@ -200,10 +200,11 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     whose every token the state accepts are OR-ed in; the others are walked in one call.
     """
     row = scratch.row
-    row[:] = 0
-    bitsets, starts, ends = slices.walk_plan(state, rtn)
-    for bits in bitsets:
-        row |= bits
+    taken, starts, ends = slices.walk_plan(state, rtn)
+    if taken:
+        row[:] = slices.union(taken)
+    else:
+        row[:] = 0
     exits = _NO_EXITS
     if starts.shape[0]:
         exits = _walk(state, _walk_mod.EXIT, starts, ends, rtn, slices.trie, _NO_FRAMES, row, scratch, keep_exits=True)

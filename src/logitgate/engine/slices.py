@@ -35,7 +35,8 @@ from __future__ import annotations
 import functools
 import math
 import re
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -146,6 +147,8 @@ class SliceSet:
     #: per cover automaton, widest first: (cover, longest bounded slice, covers whose survival of
     #: everything implies this one's -- those of wider character sets)
     covers: tuple[tuple[DFA, int, tuple[DFA, ...]], ...] = ()
+    _unions: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _unions_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def __iter__(self):
         return iter(self.slices)
@@ -158,9 +161,10 @@ class SliceSet:
         """One remainder slice holding every token of ``trie`` (no slice can be skipped)."""
         return cls([Slice("all", None, None, trie.tok_ids, bitset, 1, trie.num_nodes)], trie)
 
-    def walk_plan(self, state: int, rtn) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-        """``(bitsets, starts, ends)``: the bitsets of the slices ``state`` accepts whole, and the
-        trie ranges of the others (to walk). One kernel call (:func:`._survival.plan_state`)."""
+    def walk_plan(self, state: int, rtn) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
+        """``(taken, starts, ends)``: the indices of the slices ``state`` accepts whole (their tokens:
+        :meth:`union`), and the trie ranges of the others (to walk). One kernel call
+        (:func:`._survival.plan_state`)."""
         p = self._plan(rtn)
         n_sl = len(self.slices)
         roots = self._roots
@@ -170,7 +174,22 @@ class SliceSet:
         n = plan_state(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target, *self._cover_params,
                        *p.tables, p.lower, p.memo, MAX_PAIRS, *self._slice_params, *roots, rtn.byte_class,
                        rtn.final, take, starts, ends)
-        return [self.slices[j].bitset for j in np.flatnonzero(take).tolist()], starts[:n], ends[:n]
+        return tuple(np.flatnonzero(take).tolist()), starts[:n], ends[:n]
+
+    def union(self, taken: tuple[int, ...]) -> np.ndarray:
+        """The bitset of the tokens of slices ``taken`` (read-only; kept per combination: states take
+        few different ones -- every slice but the remainder inside a JSON string, say)."""
+        u = self._unions.get(taken)
+        if u is None:
+            u = np.zeros_like(self.slices[0].bitset)
+            for j in taken:
+                u |= self.slices[j].bitset
+            u.flags.writeable = False
+            with self._unions_lock:
+                if len(self._unions) >= 256:  # (bounded: 256 rows of the vocabulary's bits)
+                    self._unions.clear()
+                self._unions[taken] = u
+        return u
 
     def survival_depth(self, k: int, state: int, rtn) -> float:
         """The largest ``H`` such that every string of cover ``k`` (``self.covers[k]``) with at most
