@@ -196,8 +196,9 @@ def _raise_walk_error(code: int) -> None:
 def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, scratch: WalkScratch) -> StateMask:
     """Context-independent mask of ``state`` (see module docstring).
 
-    ``slices`` partition the trie tokens (:mod:`.slices`); ``trie_row`` is the bitset of them all. Slices
-    whose every token the state accepts are OR-ed in; the others are walked in one call.
+    ``slices`` partition the trie tokens (:mod:`.slices`); ``trie_row`` is the bitset of them all.
+    The slices whose every token the state accepts are one bitset (:meth:`SliceSet.union`); the
+    others are walked in one call.
     """
     row = scratch.row
     taken, starts, ends = slices.walk_plan(state, rtn)

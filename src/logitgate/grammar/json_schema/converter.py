@@ -539,7 +539,6 @@ class Converter:
                 conj = list(restricted[k])
                 if seen:
                     others = {"enum": [v for v, _ in seen.values()]}
-                    self._keep.append(others)
                     conj.append(Node(self.synthetic_not(others), "", f"{n.ptr}/oneOf"))
                 parts.append(self.value(conj))
                 continue
