@@ -192,6 +192,8 @@ def test_objects_order_required_and_additional():
     check({"patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
           good=[{"xa": 1, "b": "s"}], bad=[{"xa": "s"}, {"b": 1}])
     check({"propertyNames": {"maxLength": 2}}, good=[{"ab": 1}], bad=[{"abc": 1}])
+    # bounds that no object meets leave the other types (this raised "bad repetition bounds")
+    check({"minProperties": 2, "maxProperties": 1}, good=[1, "s", []], bad=[{}, {"a": 1}, {"a": 1, "b": 2}])
 
 
 def test_equal_subschemas_share_one_rule():

@@ -106,8 +106,8 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
     extra = _extra_member(cv, comps, names, pnames)
 
     n_req = sum(1 for m in members if m[2])
-    if max_p is not None and n_req > max_p:
-        return NOTHING
+    if max_p is not None and (n_req > max_p or min_p > max_p):
+        return NOTHING  # (no object: other types may still be valid)
     if extra is None:
         if max_p is not None and max_p >= len(members):
             max_p = None
