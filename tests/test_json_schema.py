@@ -563,6 +563,51 @@ def test_combinator_grammars_agree_with_jsonschema(schema, values):
         assert accepts(g, json.dumps(v).encode()) == validator.is_valid(v), (schema, v)
 
 
+def _structures(sub):
+    """Objects and arrays over ``sub`` with their counting and dependency keywords."""
+    keys = st.sampled_from(["a", "b"])
+    objects = st.builds(
+        lambda props, req, addl, lo, hi, dep: {k: v for k, v in {
+            "type": "object", "properties": props, "required": req, "additionalProperties": addl,
+            "minProperties": lo, "maxProperties": hi, "dependentRequired": dep}.items() if v is not None},
+        st.dictionaries(keys, sub, max_size=2), st.none() | st.lists(keys, max_size=2, unique=True),
+        st.none() | st.booleans(), st.none() | st.integers(0, 2), st.none() | st.integers(1, 2),
+        st.none() | st.just({"a": ["b"]}))
+    arrays = st.builds(
+        lambda items, lo, hi, contains: {k: v for k, v in {
+            "type": "array", "items": items, "minItems": lo, "maxItems": hi, "contains": contains}.items()
+            if v is not None},
+        st.none() | sub, st.none() | st.integers(0, 2), st.none() | st.integers(0, 2), st.none() | sub)
+    return objects | arrays
+
+
+_STRUCTURED = st.recursive(_LEAF_SCHEMAS, _structures, max_leaves=3)
+_STRUCTURED_VALUES = st.recursive(
+    _SMALL_VALUES | st.integers(-1, 3), lambda c: st.lists(c, max_size=2) | st.dictionaries(
+        st.sampled_from(["a", "b"]), c, max_size=2).map(lambda d: dict(sorted(d.items()))), max_leaves=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(schema=st.one_of(_STRUCTURED, st.builds(
+           _combined, st.sampled_from(["allOf", "anyOf", "oneOf", "not", "if"]),
+           st.lists(_STRUCTURED, min_size=1, max_size=3), st.just({}) | _STRUCTURED.filter(lambda x: isinstance(x, dict)))),
+       values=st.lists(_STRUCTURED_VALUES, min_size=10, max_size=10))
+def test_object_and_array_grammars_accept_only_valid_values(schema, values):
+    """Objects and arrays (counts, dependencies, ``contains``) under combinators: where the schema
+    converts, nothing its grammar accepts is invalid. (A valid instance may be rejected for its key
+    order: declared properties come first, in declared order; keys here are sorted, "a" before "b".)"""
+    import jsonschema
+
+    try:
+        g = json_schema_grammar(schema)
+    except (SchemaError, UnsupportedFeatureError):
+        return
+    validator = jsonschema.Draft202012Validator(schema)
+    for v in values:
+        if accepts(g, json.dumps(v).encode()):
+            assert validator.is_valid(v), (schema, v)
+
+
 @settings(max_examples=400, deadline=None)
 @given(value=_JSON_VALUES, draft=st.sampled_from(["draft4", "draft7", "draft2020-12"]), schema=_simple_schemas())
 def test_quick_validation_agrees_with_jsonschema(value, draft, schema):
