@@ -138,7 +138,8 @@ def test_refusals_name_keyword_and_pointer():
         json_schema_grammar({"properties": {"a": {"type": "string", "format": "no-such-format"}}})
     assert ei.value.keyword == "format" and ei.value.pointer == "#/properties/a"
     with pytest.raises(SchemaError) as ei:
-        json_schema_grammar({"items": {"oneOf": [{"minimum": 1}, {"type": "object"}, {"maxProperties": 1}]}})
+        json_schema_grammar({"items": {"oneOf": [{"type": "string", "not": {"const": "x"}},
+                                                 {"type": "string", "maxLength": 3}]}})
     assert ei.value.keyword == "oneOf" and ei.value.pointer == "#/items"
     with pytest.raises(SchemaError) as ei:
         json_schema_grammar({"unevaluatedProperties": False, "anyOf": [{"properties": {"a": True}}]})
@@ -350,6 +351,12 @@ def test_one_of_with_a_value_in_two_branches():
           good=["c", 3, ""], bad=["a", "b", 4])
     check({"oneOf": [{"type": "integer", "minimum": 5}, {"enum": [5, 6, "z"]}, {"enum": [6, 7]}]},
           good=[8, "z", 99], bad=[5, 6, 7, 4])
+    # object and array keywords say nothing about numbers and strings: both branches hold every
+    # string and every number below 1 (this was refused: the branches were not "plain")
+    check({"oneOf": [{"minimum": 1}, {"type": "object"}, {"maxProperties": 1}]},
+          good=[0, -3, 0.5], bad=[1, 2.5, "a", None, {}, {"a": 1}, [1], True])
+    check({"oneOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]}, {"type": "integer"}]},
+          good=[{"a": "x"}, "s", None, 1.5], bad=[1, {"a": 1}, {}])
     # two oneOfs in one conjunction: a branch's values are checked against the other oneOf whole
     check({"allOf": [{"oneOf": [{"enum": ["a", 1]}, {"type": "null"}]},
                      {"oneOf": [{"type": "array"}, {"type": "null"}, {"const": 1}]}]},

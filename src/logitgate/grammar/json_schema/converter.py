@@ -82,6 +82,12 @@ _SCALAR_TYPES = frozenset({"string", "integer", "number", "boolean", "null"})
 _SCALAR_KEYS = frozenset({"type", "title", "description", "default", "examples", "$comment", "deprecated",
                          "readOnly", "writeOnly"})
 _STR_KWS = frozenset({"minLength", "maxLength", "pattern", "format"})
+#: keywords that constrain objects or arrays only (a string or number satisfies them whatever they say)
+_STRUCTURE_KWS = frozenset({
+    "properties", "patternProperties", "additionalProperties", "required", "propertyNames", "minProperties",
+    "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
+    "items", "prefixItems", "additionalItems", "contains", "minContains", "maxContains", "minItems", "maxItems",
+    "uniqueItems", "unevaluatedItems"})
 
 
 class Converter:
@@ -581,10 +587,11 @@ class Converter:
         return alt(*parts)
 
     def _plain(self, nodes: list[Node], t: str) -> bool:
-        """Only type/numeric/string keywords (so the per-type language is a formula or regular)."""
+        """Only type/numeric/string keywords, for a number or string type ``t`` (so the per-type
+        language is a formula or regular); object and array keywords say nothing about ``t``."""
         from .disjoint import ANNOTATIONS
 
-        allowed = ANNOTATIONS | _NUM_KWS | _STR_KWS | {"type", "$ref", "allOf"}
+        allowed = ANNOTATIONS | _NUM_KWS | _STR_KWS | _STRUCTURE_KWS | {"type", "$ref", "allOf"}
         for nd in nodes:
             for k in nd.schema:
                 if k in allowed or k in nd.consumed or k in self.ignore or not _is_keyword(k):
