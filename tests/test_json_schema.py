@@ -524,6 +524,8 @@ _LEAF_SCHEMAS = st.one_of(
     st.builds(lambda m: {"type": "array", "maxItems": m}, st.integers(0, 1)),
     st.builds(lambda p: {"type": "object", "properties": {"a": p}, "required": ["a"]},
               st.sampled_from([{"type": "integer"}, {"const": 1}, {}])),
+    # (object and array keywords without a type: every string, number, ... holds them)
+    st.sampled_from([{"required": ["a"]}, {"maxProperties": 1}, {"minItems": 1}, {"properties": {"a": False}}]),
     st.booleans(),
 )
 
