@@ -34,7 +34,9 @@ def brute_filter(p, k, top_p, min_p):
 
 
 @settings(max_examples=200, deadline=None)
-@given(p=st.lists(st.floats(0, 1), min_size=1, max_size=40).filter(lambda x: sum(x) > 0),
+# (no subnormal probabilities: the definition's ``top_p * total`` underflows to 0 for a total of
+# 5e-324 and keeps nothing, where the filter keeps the most likely token)
+@given(p=st.lists(st.floats(0, 1, allow_subnormal=False), min_size=1, max_size=40).filter(lambda x: sum(x) > 0),
        k=st.integers(0, 45), top_p=st.floats(0.01, 1.0), min_p=st.floats(0.0, 1.0))
 def test_filter_matches_definition(p, k, top_p, min_p):
     arr = np.asarray([p], dtype=np.float64)
