@@ -445,6 +445,11 @@ def test_number_bounds_match_brute_force():
         {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "minimum": -3, "maximum": 12},
         {"$schema": "http://json-schema.org/draft-04/schema#", "type": ["integer", "string"], "multipleOf": 3},
         {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "multipleOf": 1},
+        {"$schema": "http://json-schema.org/draft-04/schema#",
+         "oneOf": [{"type": "integer", "minimum": 0}, {"type": "integer", "maximum": 5}]},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "enum": [6, -1, 12, "x"]},
+        {"$schema": "http://json-schema.org/draft-04/schema#",
+         "oneOf": [{"type": "integer", "enum": [6, -1]}, {"type": "integer", "enum": [-1, 12]}]},
     ]
     numerals = ["0", "-0", "1", "-1", "0.5", "0.50", "2.25", "2.250", "2.2501", "3", "9", "10", "12", "13",
                 "-3", "-4", "-1.0", "0.75", "1e2", "1E-1", "-2.5", "6.0", "100", "1.5"]

@@ -404,7 +404,8 @@ class Converter:
         finite = self.finite_candidates(nodes)
         if finite is not None:
             vals = [v for v in finite if self._ok_value(v, nodes, neg)]
-            return alt(*(self.lex.value_literal(v) for v in vals))
+            integers_only = "fraction" not in self.allowed_types(nodes)
+            return alt(*(self.literal(v, integers_only) for v in vals))
         # 4. types
         types = self.allowed_types(nodes) - neg.types
         parts: list[Expr] = []
@@ -436,6 +437,14 @@ class Converter:
 
                     parts.append(build_object(self, nodes))
         return alt(*parts)
+
+    def literal(self, v: Any, integer_type: bool) -> Expr:
+        """Every accepted spelling of the value ``v``; a number where the type is integer only is
+        spelled without a fraction or exponent in draft 4 (``1.0`` is a number there, not an integer)."""
+        if integer_type and self.draft == "draft4" and isinstance(v, int | float) and not isinstance(v, bool):
+            e, _ = num.number_expr(num.Range(to_fraction(v), False, to_fraction(v), False), plain_integers=True)
+            return e
+        return self.lex.value_literal(v)
 
     def _ok_value(self, v: Any, nodes: list[Node], neg: Negation) -> bool:
         k = json_key(v)
@@ -529,7 +538,7 @@ class Converter:
                     for v in f:
                         k = json_key(v)
                         seen[k] = (v, seen.get(k, (v, 0))[1] + 1)
-                parts.extend(self.lex.value_literal(v) for v, c in seen.values() if c == 1)
+                parts.extend(self.literal(v, t == "integer") for v, c in seen.values() if c == 1)
                 continue
             if sum(f is None for f in finite) == 1:
                 # one branch is not a finite set: it without the others' values, and each of those
@@ -540,7 +549,7 @@ class Converter:
                     for v in f:
                         key = json_key(v)
                         seen[key] = (v, seen.get(key, (v, 0))[1] + 1)
-                parts.extend(self.lex.value_literal(v) for v, c in seen.values()
+                parts.extend(self.literal(v, t == "integer") for v, c in seen.values()
                              if c == 1 and not all(self.validates(v, nd) for nd in restricted[k]))
                 conj = list(restricted[k])
                 if seen:
@@ -562,7 +571,8 @@ class Converter:
                         num.And((f, num.Not(num.Or(tuple(g for j, g in enumerate(fs) if j != i)))))
                         for i, f in enumerate(fs)
                     ))
-                    e, rules = num.number_expr(exactly, rule_prefix=self.new_name("n"))
+                    e, rules = num.number_expr(exactly, rule_prefix=self.new_name("n"),
+                                               plain_integers=self.draft == "draft4" and t == "integer")
                     self.rules.update(rules)
                     parts.append(e)
                 continue
