@@ -448,6 +448,7 @@ def test_number_bounds_match_brute_force():
         {"$schema": "http://json-schema.org/draft-04/schema#",
          "oneOf": [{"type": "integer", "minimum": 0}, {"type": "integer", "maximum": 5}]},
         {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "enum": [6, -1, 12, "x"]},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "const": 3},  # (no const in draft 4)
         {"$schema": "http://json-schema.org/draft-04/schema#",
          "oneOf": [{"type": "integer", "enum": [6, -1]}, {"type": "integer", "enum": [-1, 12]}]},
     ]

@@ -106,6 +106,8 @@ class Converter:
             raise SchemaError(f"unknown meta-schema {meta!r} (its vocabularies cannot be known)",
                               keyword="$schema", pointer="#")
         self.draft = self.refs.draft
+        if self.draft == "draft4":
+            self.ignore.add("const")  # (draft 4 has no const: an annotation, as jsonschema treats it)
         self.rules: dict[str, Expr] = {}
         self.memo: dict[tuple, str] = {}
         self.in_progress: dict[str, int] = {}
