@@ -444,8 +444,7 @@ class Converter:
         """Every accepted spelling of the value ``v``; a number where the type is integer only is
         spelled without a fraction or exponent in draft 4 (``1.0`` is a number there, not an integer)."""
         if integer_type and self.draft == "draft4" and isinstance(v, int | float) and not isinstance(v, bool):
-            e, _ = num.number_expr(num.Range(to_fraction(v), False, to_fraction(v), False), plain_integers=True)
-            return e
+            return self.lex.number_literal(v, plain_integers=True)
         return self.lex.value_literal(v)
 
     def _ok_value(self, v: Any, nodes: list[Node], neg: Negation) -> bool:
@@ -523,34 +522,24 @@ class Converter:
             bt = [alts[i] for i in bi]
             if not bt:
                 continue
-            tn = Node(_TYPE_SCHEMAS[t], "", f"{n.ptr}/oneOf")
             restricted = []
             for b in bt:
                 rb = list(b)
                 if self.expand(_TYPE_SCHEMAS[t], "", f"{n.ptr}/oneOf", rb):
                     restricted.append(rb)
-            _ = tn
             if len(restricted) <= 1 or all_disjoint(restricted):
                 parts.extend(self.value(b) for b in restricted)
                 continue
             finite = [self.finite_values(b) for b in restricted]
             if all(f is not None for f in finite):
-                seen: dict = {}
-                for f in finite:
-                    for v in f:
-                        k = json_key(v)
-                        seen[k] = (v, seen.get(k, (v, 0))[1] + 1)
+                seen = _branch_counts(finite)
                 parts.extend(self.literal(v, t == "integer") for v, c in seen.values() if c == 1)
                 continue
             if sum(f is None for f in finite) == 1:
                 # one branch is not a finite set: it without the others' values, and each of those
                 # values that exactly one branch holds
                 k = finite.index(None)
-                seen = {}
-                for f in finite[:k] + finite[k + 1:]:
-                    for v in f:
-                        key = json_key(v)
-                        seen[key] = (v, seen.get(key, (v, 0))[1] + 1)
+                seen = _branch_counts(finite[:k] + finite[k + 1:])
                 parts.extend(self.literal(v, t == "integer") for v, c in seen.values()
                              if c == 1 and not all(self.validates(v, nd) for nd in restricted[k]))
                 conj = list(restricted[k])
@@ -993,6 +982,16 @@ def _quick_validates(value: Any, schema: Any, draft: str) -> bool | None:
                 kw == "not" and n):
             verdict = False
     return verdict
+
+
+def _branch_counts(value_sets: list) -> dict:
+    """``{json_key(v): (v, how many of the sets hold v)}`` over lists of JSON values."""
+    seen: dict = {}
+    for values in value_sets:
+        for v in values:
+            k = json_key(v)
+            seen[k] = (v, seen.get(k, (v, 0))[1] + 1)
+    return seen
 
 
 def _value_types(v: Any) -> set:

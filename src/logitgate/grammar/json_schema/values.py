@@ -122,9 +122,10 @@ class Lexer:
         return string_literal(s, all_spellings=True)
 
     # -- values
-    def number_literal(self, v: Any) -> Expr:
+    def number_literal(self, v: Any, plain_integers: bool = False) -> Expr:
+        """Every numeral of the value ``v`` (``plain_integers``: without fraction or exponent)."""
         f = to_fraction(v)
-        e, rules = number_expr(Range(f, False, f, False))
+        e, rules = number_expr(Range(f, False, f, False), plain_integers=plain_integers)
         assert not rules
         return e
 
