@@ -78,6 +78,19 @@ def tags() -> Grammar:
                                   lit("</"), name, lit(">")), lit("<br/>"))})
 
 
+def tail_chains() -> Grammar:
+    """Rules only ever read last by their callers: merged into one automaton with the rule that
+    reads them (``rtn._tail_merges``) -- a cycle of two (``more``/``more2``), a loop of one."""
+    return Grammar({
+        "root": seq(Ref("list"), lit(";")),
+        "list": seq(lit("["), alt(lit("]"), seq(Ref("item"), Ref("more")))),
+        "more": alt(lit("]"), seq(lit(","), Ref("item"), Ref("more2"))),
+        "more2": alt(lit("]"), seq(lit(";"), Ref("item"), Ref("more"))),
+        "item": alt(lit("x"), seq(lit("("), Ref("list"), lit(")")), seq(lit("<"), Ref("loop"))),
+        "loop": alt(lit(">"), seq(byteset((97, 122)), Ref("loop"))),
+    })
+
+
 def many_optional_members() -> Grammar:
     """An object with more optional members than one key block holds, two of them required."""
     props = {f"k{i}": {"type": "integer"} for i in range(20)}
@@ -94,6 +107,7 @@ CASES = [
     Case("nullable_mutual", nullable_mutual, ["aab;;", "b;;", ";"]),
     Case("unicode_classes", unicode_classes, ["αβγ 😀!", "ω!"]),
     Case("tags", tags, ["<ab>12<br/><c>3</c></ab>", "<br/>"]),
+    Case("tail_chains", tail_chains, ["[x,<ab>;([x]),x];", "[];", "[([x,<>]),x];"]),
     Case("many_optional_members", many_optional_members,
          ['{"k1": 1, "k3": 22, "k9": 3, "k12": 4, "k19": 5, "x": true}', '{"k3":0,"k12":1}']),
 ]

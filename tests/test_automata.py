@@ -17,7 +17,7 @@ from logitgate.engine import _construction_kernels as K
 from logitgate.engine._automata_kernels import product_table
 from logitgate.engine.automata import ALL_BYTES, DFA, Program, _product, class_representatives, minimize, trim
 from logitgate.errors import LimitExceededError
-from logitgate.grammar.ir import Expr, Grammar, alt, and_, byteset, lit, not_, repeat, seq
+from logitgate.grammar.ir import Expr, Grammar, Ref, alt, and_, byteset, lit, not_, repeat, seq
 
 
 def random_dfa(rng: random.Random, n: int, k: int = 3, density: float = 0.7) -> DFA:
@@ -164,6 +164,20 @@ def test_program_dfa_accepts_exactly_the_expression(e: Expr) -> None:
             assert not want
             continue
         assert {w for w in strings(alphabet, n) if d.accepts(w)} == want
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_regular(4), _regular(4), _regular(4))
+def test_rules_jumped_to_keep_the_language(head: Expr, out: Expr, step: Expr) -> None:
+    """A rule read last (``goto``: written once as a labelled fragment) -- here one that loops
+    through itself and another -- gives the language of the grammar it comes from."""
+    rules = {"root": alt(seq(head, Ref("t")), lit("c")), "t": alt(out, seq(step, Ref("u"))),
+             "u": alt(seq(lit("a"), Ref("t")), Ref("t"))}
+    prog = Program(lambda name: ("goto", rules[name]))
+    prog.emit(rules["root"])
+    dfa, _ = prog.determinize(100_000, 10_000)
+    want = bounded_language(Grammar(rules), b"abc", 5)
+    assert {w for w in strings(b"abc", 5) if dfa.accepts(w)} == want
 
 
 def test_separated_lists_and_plus_are_built_with_one_copy() -> None:

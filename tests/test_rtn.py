@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import logitgate as lg
-from engine_cases import small_vocab
+from engine_cases import small_vocab, tail_chains
 from logitgate.engine.rtn import compile_rtn
 from logitgate.grammar.ir import Grammar, Ref, alt, byteset, lit, repeat, seq
 
@@ -130,3 +130,28 @@ def test_a_root_that_is_another_rule_is_that_rule() -> None:
 
     with pytest.raises(GrammarError, match="root rule 'root'"):
         compile_rtn(Grammar({"root": Ref("a"), "a": Ref("b"), "b": Ref("a")}))
+
+
+def test_rules_read_last_are_built_inside_the_rule_that_reads_them() -> None:
+    """``more``/``more2`` (a cycle of tail references) and ``loop`` (a tail loop) are written into
+    the automata of ``list`` and ``item``: no rule of their own, no call; the language is
+    unchanged (the exactness tests walk this grammar against the reference recognizer)."""
+    rtn = compile_rtn(tail_chains())
+    assert sorted(rtn.rule_names) == ["item", "list", "root"]
+    info = small_vocab(["[x,<ab>;([x]),x];"])
+    cg = lg.GrammarCompiler(info).compile_grammar(tail_chains())
+    for text, ok in ((b"[x,<ab>;([x]),x];", True), (b"[x;x];", False), (b"[x,x,x];", False),
+                     (b"[<abc>,<>;x];", True), (b"[<a1>];", False)):
+        m = lg.GrammarMatcher(cg)
+        assert (m.accept_string(text) and m.can_terminate()) == ok, text
+
+
+def test_an_inlined_rule_that_hosts_others_is_called() -> None:
+    """An object's rule is inlined where it is read once, but the rules of what may follow each of
+    its members are read last inside it: it becomes a called rule holding them all."""
+    schema = {"type": "object", "properties": {"a": {"type": "object", "properties": {
+        "x": {"type": "string"}, "y": {"type": "integer"}, "z": {"type": "boolean"}}}, "b": {"type": "string"}}}
+    g = Grammar.from_json_schema(schema)
+    rtn = compile_rtn(g)
+    after = [n for n in g.rules if ".a" in n or n.endswith(".x")]
+    assert after and not set(after) & set(rtn.rule_names)

@@ -19,7 +19,14 @@ REP        min, max           the top fragment ``min``..``max`` times (``max = -
 SEPREP                        ``X (S X)*`` of the top two fragments ``X`` (below) and ``S``
 CALL       rule, nullable     a call edge (plus an epsilon skip when ``nullable``)
 EMBED      index              a call-free DFA given in the ``emb_*`` arrays
+GOTO       label              go on in fragment ``label`` (which ends where the program ends)
+LABEL      label              pop the top fragment as ``label``: its end is the program's end
 =========  =================  ==========================================================
+
+GOTO and LABEL merge a rule that is only ever the *last* thing its callers read (a tail
+reference) into their automaton, written once: the labelled fragments follow the main one, each
+GOTO is an epsilon edge into its label's start (patched once every label is known) and its own
+end is a dead state, so nothing can follow it -- which is what a tail reference means.
 
 An unbounded repetition loops back into its last copy (``X+`` is one copy of ``X``, not ``X X*``)
 and SEPREP into its one copy of ``X``: a copy is NFA states the subset construction turns into
@@ -37,7 +44,7 @@ from numba import njit
 
 from ._automata_kernels import csr, grow, merge_equal_classes, renumber, same_run
 
-OP_LIT, OP_SET, OP_EMPTY, OP_SEQ, OP_ALT, OP_REP, OP_CALL, OP_EMBED, OP_SEPREP = range(9)
+OP_LIT, OP_SET, OP_EMPTY, OP_SEQ, OP_ALT, OP_REP, OP_CALL, OP_EMBED, OP_SEPREP, OP_GOTO, OP_LABEL = range(11)
 
 #: status codes of :func:`build_dfa`
 OK, NFA_LIMIT, DFA_LIMIT = 0, 1, 2
@@ -120,14 +127,26 @@ def byte_classes(set_words, lit_used):
 
 @njit(nogil=True, cache=True)
 def _sizes(prog, emb_info, emb_trans, emb_final, limit):
-    """Exact ``(states, eps, byte, call)`` counts of the NFA of ``prog``; ``states > limit`` stops early."""
+    """Exact ``(states, eps, byte, call, labels)`` counts of the NFA of ``prog``; ``states > limit``
+    stops early."""
     st = np.zeros((64, 4), dtype=np.int64)
+    labelled = np.zeros(5, dtype=np.int64)  # the counts of the labelled fragments, and how many
     sp = 0
     pc = 0
     while pc < prog.shape[0]:
         op = prog[pc]
         if sp + 1 >= st.shape[0]:
             st = grow(st, 2 * st.shape[0], 0)
+        if op == OP_LABEL:
+            pc += 2
+            sp -= 1
+            for c in range(4):
+                labelled[c] += st[sp, c]
+            labelled[1] += 1  # its end into the program's end
+            labelled[4] += 1
+            if labelled[0] > limit:
+                return labelled
+            continue
         if op in (OP_SEQ, OP_ALT):
             n = prog[pc + 1]
             pc += 2
@@ -151,7 +170,7 @@ def _sizes(prog, emb_info, emb_trans, emb_final, limit):
             it = sp - 1
             if st[it, 0] * copies > limit:
                 st[it, 0] = limit + 1
-                return st[it]
+                return _with_labelled(st[it], labelled)
             for c in range(4):
                 st[it, c] *= copies
             st[it, 0] += 2
@@ -181,6 +200,9 @@ def _sizes(prog, emb_info, emb_trans, emb_final, limit):
             elif op == OP_CALL:
                 st[sp, 0], st[sp, 1], st[sp, 3] = 2, 1 if prog[pc + 2] else 0, 1
                 pc += 3
+            elif op == OP_GOTO:
+                st[sp, 0], st[sp, 1] = 2, 1
+                pc += 2
             else:  # OP_EMBED
                 row = prog[pc + 1]
                 pc += 2
@@ -196,8 +218,16 @@ def _sizes(prog, emb_info, emb_trans, emb_final, limit):
                 st[sp, 0], st[sp, 1], st[sp, 2] = n + 1, finals, edges
             sp += 1
         if st[sp - 1, 0] > limit:
-            return st[sp - 1]
-    return st[0]
+            return _with_labelled(st[sp - 1], labelled)
+    return _with_labelled(st[0], labelled)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _with_labelled(row, labelled):
+    out = labelled.copy()
+    for c in range(4):
+        out[c] += row[c]
+    return out
 
 
 @njit(nogil=True, cache=True)
@@ -209,6 +239,7 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
     if size[0] > max_states:
         return NFA_LIMIT, size[0], 0, 0, e0, e0, e0, e0, e0, e0, e0, e0
     es, ed = np.empty(size[1], np.int32), np.empty(size[1], np.int32)
+    lab_s, lab_e = np.empty(size[4], np.int64), np.empty(size[4], np.int64)  # labelled fragments
     bs, bd, bl = np.empty(size[2], np.int32), np.empty(size[2], np.int32), np.empty(size[2], np.int32)
     cs, cd, cl = np.empty(size[3], np.int32), np.empty(size[3], np.int32), np.empty(size[3], np.int32)
     ne = nb = nc = 0
@@ -222,6 +253,12 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
         op = prog[pc]
         if sp + 2 >= fs.shape[0]:
             fs = grow(fs, 2 * fs.shape[0], 0)
+        if op == OP_LABEL:
+            k = prog[pc + 1]
+            pc += 2
+            sp -= 1
+            lab_s[k], lab_e[k] = fs[sp, 0], fs[sp, 1]
+            continue
         if op in (OP_SEQ, OP_ALT):
             n = prog[pc + 1]
             pc += 2
@@ -258,7 +295,7 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
                 off = ns - w_s
                 ns += h_s - w_s
                 for x in range(w_e, h_e):
-                    es[ne], ed[ne] = es[x] + off, ed[x] + off
+                    es[ne], ed[ne] = es[x] + off, ed[x] + off if ed[x] >= 0 else ed[x]  # (a GOTO's label)
                     ne += 1
                 for x in range(w_b, h_b):
                     bs[nb], bd[nb], bl[nb] = bs[x] + off, bd[x] + off, bl[x]
@@ -332,6 +369,12 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
                 pc += 1
                 fs[sp, 0], fs[sp, 1] = ns, ns
                 ns += 1
+            elif op == OP_GOTO:  # an edge to the label (patched below); the end is dead
+                es[ne], ed[ne] = ns, -1 - prog[pc + 1]
+                ne += 1
+                pc += 2
+                fs[sp, 0], fs[sp, 1] = ns, ns + 1
+                ns += 2
             elif op == OP_CALL:
                 cs[nc], cd[nc], cl[nc] = ns, ns + 1, prog[pc + 1]
                 nc += 1
@@ -359,6 +402,13 @@ def thompson(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, max_state
                 ns = end + 1
                 fs[sp, 0], fs[sp, 1] = base + emb_info[row, EMB_START], end
             sp += 1
+    if lab_s.shape[0]:
+        for x in range(ne):
+            if ed[x] < 0:
+                ed[x] = lab_s[-1 - ed[x]]
+        for k in range(lab_s.shape[0]):
+            es[ne], ed[ne] = lab_e[k], fs[0, 1]
+            ne += 1
     return OK, ns, fs[0, 0], fs[0, 1], es, ed, bs, bd, bl, cs, cd, cl
 
 

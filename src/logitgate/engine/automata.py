@@ -48,6 +48,8 @@ ALL_BYTES = (1 << 256) - 1
 # A resolver tells the program builder what to do with a rule reference:
 #   ("inline", expr)            expand the rule body in place
 #   ("call", rule_id, nullable) emit a call edge (plus an epsilon skip if the rule is nullable)
+#   ("goto", expr)              a rule only ever read last by its callers (a tail reference): its
+#                               body is written once per program, a labelled fragment jumped into
 RefResolver = Callable[[str], tuple]
 
 _NO_CALLS = np.zeros(0, dtype=np.int32)
@@ -213,6 +215,9 @@ class Program:
         self.lit = bytearray()
         self.sets: dict[int, int] = {}
         self.embeds: list[tuple[DFA, list[int]]] = []
+        #: rules jumped to (``goto``): label of each, and their bodies, written after the main program
+        self.labels: dict[str, int] = {}
+        self._label_bodies: list[Expr] = []
         #: a set of literals emitted first, its program not written yet (see _emit_literals)
         self._literals: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
 
@@ -283,6 +288,12 @@ class Program:
                 if e.name in inlining:
                     raise GrammarError(f"rule {e.name!r} is recursive and cannot be inlined")
                 self.emit(how[1], (*inlining, e.name))
+            elif how[0] == "goto":
+                k = self.labels.get(e.name)
+                if k is None:
+                    k = self.labels[e.name] = len(self._label_bodies)
+                    self._label_bodies.append(how[1])
+                ops += (K.OP_GOTO, k)
             else:
                 ops += (K.OP_CALL, how[1], 1 if how[2] else 0)
         elif t is And or t is Not or t is Special:
@@ -327,6 +338,11 @@ class Program:
     def determinize(self, max_nfa_states: int, max_dfa_states: int) -> tuple[DFA, int]:
         """The program's DFA (start state 0; unreachable or dead states may remain) and the
         number of NFA states it took."""
+        k = 0
+        while k < len(self._label_bodies):  # (a body may jump to further labels)
+            self.emit(self._label_bodies[k])
+            self.ops += (K.OP_LABEL, k)
+            k += 1
         if self._literals is not None and self.ops:  # a first set of literals and more: write its program
             self.ops[:0] = K.literal_trie_program(*self._literals).tolist()
             self._literals = None

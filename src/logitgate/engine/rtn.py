@@ -23,6 +23,7 @@ between every place — and every grammar — that uses it). Everything else is 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -205,6 +206,64 @@ def _width(e: Expr) -> int:
     return 0
 
 
+def _tail_refs(e: Expr, out: list[str]) -> list[str]:
+    """Append the rules ``e`` references last (nothing of ``e`` can follow them), with repeats."""
+    t = type(e)
+    if t is Ref:
+        out.append(e.name)  # type: ignore[attr-defined]
+    elif t is Seq:
+        if e.items:  # type: ignore[attr-defined]
+            _tail_refs(e.items[-1], out)  # type: ignore[attr-defined]
+    elif t is Alt:
+        for x in e.items:  # type: ignore[attr-defined]
+            _tail_refs(x, out)
+    return out
+
+
+def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: Mapping[str, tuple[str, ...]],
+                 root: str, called_set: set[str]) -> dict[str, str]:
+    """The called rules to build inside another rule's automaton, each with that rule (its host).
+
+    A rule every reference of which is a *tail* reference (the last thing its caller reads) ends
+    where its callers end; when all those callers belong to one host -- are the host, are merged
+    into it, or are inlined rules whose own references are such -- the rule is written once into
+    the host's program, which jumps to it (``goto``), instead of being called: one automaton for
+    an object and the rules of what may follow each member, where a call per member position
+    would build, digest and walk each separately. A host that is an inlined rule becomes a called
+    one (it is inlined where it is not read last).
+    """
+    referrers: dict[str, list[str]] = {}
+    for n, rs in refs.items():
+        for r in rs:
+            referrers.setdefault(r, []).append(n)
+    tails: dict[str, list[str]] = {}
+    candidates: set[str] = set()
+    for t, ps in referrers.items():
+        if t == root:
+            continue
+        ok = True
+        for p in ps:
+            if p not in tails:
+                tails[p] = _tail_refs(rules[p], [])
+            if tails[p].count(t) != all_refs[p].count(t):
+                ok = False
+                break
+        if ok:
+            candidates.add(t)
+    if not candidates & called_set:
+        return {}
+    # callers first, a cycle of candidates (tail references going round: a loop) as one
+    host: dict[str, str] = {}
+    graph = {t: [r for r in refs[t] if r in candidates] for t in rules if t in candidates}
+    for comp in reversed(_sccs(graph)):
+        members = set(comp)
+        outside = {host.get(p, p) for t in comp for p in referrers[t] if p not in members}
+        one = outside.pop() if len(outside) == 1 else None
+        for t in comp:
+            host[t] = one or t
+    return {t: h for t, h in host.items() if h != t and t in called_set}
+
+
 # ---------------------------------------------------------------------------- compile
 
 
@@ -262,6 +321,9 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     for n in candidates:
         if sizes[n] > limits.inline_max_size or _is_lexeme_like(rules[n], limits.lexeme_min_bytes):
             called_set.add(n)
+    merged = _tail_merges(rules, refs, all_refs, g.root, called_set)
+    called_set.difference_update(merged)
+    called_set.update(merged.values())  # a host is called (its merged rules end where it ends)
     called: list[str] = [g.root] + [n for n in rules if n != g.root and n in called_set]
     bad = forced_inline & recursive
     if bad:
@@ -274,6 +336,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     def resolve(name: str) -> tuple:
         if name in rule_id:
             return ("call", rule_id[name], nullable[name])
+        if name in merged:
+            return ("goto", rules[name])
         return ("inline", rules[name])
 
     def resolution(name: str) -> tuple:

@@ -144,6 +144,11 @@ def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool]], extr
         next_required[k] = k if members[k][2] else next_required[k + 1]
     close = seq(ws, lit("}"))
     extras = None if extra is None else seq(extra, repeat(seq(ws, lit(","), ws, extra), 0, None), close)
+    if extras is not None and n:
+        # one rule, read last wherever it is offered: written once into the object's automaton
+        # (see :func:`logitgate.engine.rtn._tail_merges`), not once per member position
+        cv.rules[f"{prefix}.x"] = extras
+        extras = Ref(f"{prefix}.x")
 
     def after(i: int) -> Expr:  # after member i (-1: after the opening brace)
         return Ref(f"{prefix}.a{i + 1}") if i >= 0 else _after_body(-1)
