@@ -218,6 +218,9 @@ class Program:
         #: rules jumped to (``goto``): label of each, and their bodies, written after the main program
         self.labels: dict[str, int] = {}
         self._label_bodies: list[Expr] = []
+        #: id(node) -> (node, start, end) of its ops: a node met again is a copy of them (its ops
+        #: name literals, sets, embeds, calls and labels of this program, wherever they stand)
+        self._written: dict[int, tuple[Expr, int, int]] = {}
         #: a set of literals emitted first, its program not written yet (see _emit_literals)
         self._literals: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
 
@@ -240,7 +243,37 @@ class Program:
                 ops.append(K.OP_EMPTY)
         elif t is ByteSet:
             ops += (K.OP_SET, self._set_id(e.to_mask()))
-        elif t is Alt:
+        elif (hit := self._written.get(id(e))) is not None and hit[0] is e:
+            ops += ops[hit[1]:hit[2]]
+        elif t is Alt or t is Seq or t is Repeat:
+            start = len(ops)
+            self._emit_composite(e, t, inlining)
+            if len(ops) > start and (start or self._literals is None):  # (not around a first set of
+                self._written[id(e)] = (e, start, len(ops))                 # literals: no ops of its own yet)
+        elif t is Ref:
+            if self.resolve is None:
+                raise GrammarError(f"rule reference {e.name!r} is not allowed here")
+            how = self.resolve(e.name)
+            if how[0] == "inline":
+                if e.name in inlining:
+                    raise GrammarError(f"rule {e.name!r} is recursive and cannot be inlined")
+                self.emit(how[1], (*inlining, e.name))
+            elif how[0] == "goto":
+                k = self.labels.get(e.name)
+                if k is None:
+                    k = self.labels[e.name] = len(self._label_bodies)
+                    self._label_bodies.append(how[1])
+                ops += (K.OP_GOTO, k)
+            else:
+                ops += (K.OP_CALL, how[1], 1 if how[2] else 0)
+        elif t is And or t is Not or t is Special:
+            self._embed(standalone_dfa(e, self.resolve, self.max_dfa_states, inlining))
+        else:
+            raise GrammarError(f"unknown IR node {e!r}")
+
+    def _emit_composite(self, e: Expr, t: type, inlining: tuple[str, ...]) -> None:
+        ops = self.ops
+        if t is Alt:
             items = e.items
             if len(items) >= _TRIE_MIN_LITERALS and all(type(it) is Bytes for it in items):
                 self._emit_literals(sorted({it.value for it in items}))  # type: ignore[attr-defined]
@@ -277,29 +310,9 @@ class Program:
                 count += 1
                 run += 1
             ops += (K.OP_SEQ, count)
-        elif t is Repeat:
+        else:  # Repeat
             self.emit(e.item, inlining)
             ops += (K.OP_REP, e.min, -1 if e.max is None else e.max)
-        elif t is Ref:
-            if self.resolve is None:
-                raise GrammarError(f"rule reference {e.name!r} is not allowed here")
-            how = self.resolve(e.name)
-            if how[0] == "inline":
-                if e.name in inlining:
-                    raise GrammarError(f"rule {e.name!r} is recursive and cannot be inlined")
-                self.emit(how[1], (*inlining, e.name))
-            elif how[0] == "goto":
-                k = self.labels.get(e.name)
-                if k is None:
-                    k = self.labels[e.name] = len(self._label_bodies)
-                    self._label_bodies.append(how[1])
-                ops += (K.OP_GOTO, k)
-            else:
-                ops += (K.OP_CALL, how[1], 1 if how[2] else 0)
-        elif t is And or t is Not or t is Special:
-            self._embed(standalone_dfa(e, self.resolve, self.max_dfa_states, inlining))
-        else:
-            raise GrammarError(f"unknown IR node {e!r}")
 
     def _emit_seq(self, items: tuple[Expr, ...], inlining: tuple[str, ...]) -> None:
         for it in items:
