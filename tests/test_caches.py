@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import logitgate as lg
+from engine_cases import small_vocab
 from logitgate.engine import automata, rtn
 from logitgate.engine.lru import LRU
 from logitgate.grammar.ir import Grammar
@@ -60,3 +62,16 @@ def test_memory_size_counts_the_survival_tables_of_masks() -> None:
     added = sum(p.lower.nbytes + p.memo.nbytes for p in plans)
     assert added >= 6 * cg.rtn.num_states  # (int16 + int32 per cover and state)
     assert cg.memory_size_bytes >= before + added
+
+
+def test_schemas_differing_in_property_order_are_different_grammars() -> None:
+    """Properties come in declared order, so the compile cache must not identify two schemas whose
+    ``properties`` list the same members in another order (it did: the key sorted the keys)."""
+    compiler = lg.GrammarCompiler(small_vocab(['{"a":1,"b":2}']))
+    members = {"a": {"type": "integer"}, "b": {"type": "integer"}}
+    for order in (["a", "b"], ["b", "a"]):
+        schema = {"type": "object", "properties": {k: members[k] for k in order}, "required": ["a", "b"],
+                  "additionalProperties": False}
+        m = lg.GrammarMatcher(compiler.compile_json_schema(schema))
+        text = "{" + ",".join(f'"{k}":1' for k in order) + "}"
+        assert m.accept_string(text) and m.can_terminate(), order

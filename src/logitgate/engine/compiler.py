@@ -289,7 +289,7 @@ class GrammarCompiler:
         :func:`logitgate.grammar.json_schema.json_schema_grammar` for ``options``."""
         key_schema = schema
         if isinstance(schema, dict | bool | list):
-            key_schema = json.dumps(schema, sort_keys=True)
+            key_schema = json.dumps(schema)  # (key order kept: properties come in declared order)
         elif isinstance(schema, type):
             key_schema = f"{schema.__module__}.{schema.__qualname__}@{id(schema)}"
         key = ("json_schema", key_schema, tuple(sorted((k, repr(v)) for k, v in options.items())))
