@@ -225,14 +225,15 @@ def _tail_refs(e: Expr, out: list[str]) -> list[str]:
 
 def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: Mapping[str, tuple[str, ...]],
                  root: str, called_set: set[str], max_size: int) -> dict[str, str]:
-    """The called rules to build inside another rule's automaton, each with that rule (its host).
+    """The rules to build inside another rule's automaton, each with that rule (its host).
 
     A rule every reference of which is a *tail* reference (the last thing its caller reads) ends
     where its callers end; when all those callers belong to one host -- are the host, are merged
     into it, or are inlined rules whose own references are such -- the rule is written once into
     the host's program, which jumps to it (``goto``), instead of being called: one automaton for
     an object and the rules of what may follow each member, where a call per member position
-    would build, digest and walk each separately. A host that is an inlined rule becomes a called
+    would build, digest and walk each separately; a small rule read in several places is written
+    once rather than inlined in each. A host that is an inlined rule becomes a called
     one (it is inlined where it is not read last). A host takes rules up to ``max_size`` (estimated
     NFA states); a rule beyond that stays called and hosts the rules it reads last itself.
     """
@@ -278,7 +279,9 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
                 size[one] = grown
         for t in comp:
             host[t] = one or t
-    return {t: h for t, h in host.items() if h != t and t in called_set}
+    # (a rule read once is inlined: one copy either way)
+    return {t: h for t, h in host.items() if h != t and (t in called_set or len(referrers[t]) > 1
+                                                        or all_refs[referrers[t][0]].count(t) > 1)}
 
 
 # ---------------------------------------------------------------------------- compile

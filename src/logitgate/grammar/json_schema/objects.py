@@ -118,23 +118,17 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
     return _members_counted(cv, members, extra, min_p, max_p)
 
 
-#: declared members whose keys one separator state offers directly (more are reached through
-#: one call per further block); bounds the key tries, which grow quadratically within a block
-KEY_BLOCK = 8
-
-
 def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool]], extra: Expr | None,
                       min_p: int) -> Expr:
     """The object ``{...}`` with declared members in order, then extra members (no maxProperties;
     minProperties at most 1).
 
-    After member ``i`` a rule ``a{i}`` holds what may follow: the closing brace, or a comma and
-    *every key* that may come next (each optional member up to the next required one), each
-    followed by its value and then the rule of its own position. The keys sit side by side in
-    one automaton, so a separator or a key prefix is read by one parser stack -- a chain of
-    "this member, or skip to the next rule" alternatives would keep one stack per remaining
-    optional member alive through every separator byte. Keys further than a block ahead are
-    reached through the block's rule ``b{k}`` (one call per block).
+    Rule ``k{j}`` is "member ``j`` or, when it is optional, what may come instead": member ``j``
+    then the rule ``a{j}`` of what may follow it (the closing brace, or a comma and ``k{j+1}``),
+    or ``k{j+1}``; past the last member come the extra members (rule ``x``). Every one of these
+    rules is read last where it is read, so the engine builds them into the object's automaton
+    once each (:func:`logitgate.engine.rtn._tail_merges`): a separator or a key prefix is read
+    by one parser stack, and each member's automaton exists once, whichever member came before.
     """
     ws = cv.lex.ws
     n = len(members)
@@ -145,53 +139,26 @@ def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool]], extr
     close = seq(ws, lit("}"))
     extras = None if extra is None else seq(extra, repeat(seq(ws, lit(","), ws, extra), 0, None), close)
     if extras is not None and n:
-        # one rule, read last wherever it is offered: written once into the object's automaton
-        # (see :func:`logitgate.engine.rtn._tail_merges`), not once per member position
         cv.rules[f"{prefix}.x"] = extras
         extras = Ref(f"{prefix}.x")
 
-    def after(i: int) -> Expr:  # after member i (-1: after the opening brace)
-        return Ref(f"{prefix}.a{i + 1}") if i >= 0 else _after_body(-1)
+    def from_(k: int) -> Expr | None:  # member k or a later one, or the extra members (None: nothing)
+        return Ref(f"{prefix}.k{k}") if k < n else extras
 
-    then_after: dict[int, Expr] = {}  # member j followed by the rule of its position (one node per j)
-
-    def member_then_after(j: int) -> Expr:
-        e = then_after.get(j)
-        if e is None:
-            e = then_after[j] = seq(members[j][1], after(j))
-        return e
-
-    def choice(k: int) -> Expr:
-        """Member ``k`` or a later one (up to the next required member), or extra members when
-        none is required any more."""
-        r = next_required[k]
-        block_end = (k // KEY_BLOCK + 1) * KEY_BLOCK
-        opts = [member_then_after(j) for j in range(k, min(r + 1, n, block_end))]
-        if r >= block_end and block_end < n:
-            opts.append(block(block_end))
-        elif r >= n and extras is not None:
-            opts.append(extras)
+    def after(k: int, first: bool) -> Expr:  # what may follow the opening brace or a member
+        opts = [close] if next_required[k] >= n and not (first and min_p) else []
+        nxt = from_(k)
+        if nxt is not None:
+            opts.append(seq(ws, nxt) if first else seq(ws, lit(","), ws, nxt))
         return alt(*opts)
 
-    blocks: dict[int, Expr] = {}
-
-    def block(k: int) -> Expr:
-        if k not in blocks:
-            blocks[k] = Ref(f"{prefix}.b{k}")
-            cv.rules[f"{prefix}.b{k}"] = choice(k)
-        return blocks[k]
-
-    def _after_body(i: int) -> Expr:
-        k = i + 1
-        can_close = next_required[k] >= n and (i >= 0 or min_p == 0)
-        opts = [close] if can_close else []
-        if k < n or extras is not None:
-            opts.append(seq(ws, lit(","), ws, choice(k)) if i >= 0 else seq(ws, choice(k)))
-        return alt(*opts)
-
-    for i in range(n):
-        cv.rules[f"{prefix}.a{i + 1}"] = _after_body(i)
-    return seq(lit("{"), _after_body(-1))
+    for j, (_, member, required) in enumerate(members):
+        opts = [seq(member, after(j + 1, False))]
+        skip = None if required else from_(j + 1)
+        if skip is not None:
+            opts.append(skip)
+        cv.rules[f"{prefix}.k{j}"] = alt(*opts)
+    return seq(lit("{"), after(0, True))
 
 
 def _members_counted(cv: Converter, members: list[tuple[str, Expr, bool]], extra: Expr | None,
