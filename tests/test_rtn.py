@@ -158,15 +158,15 @@ def test_an_inlined_rule_that_hosts_others_is_called() -> None:
 
 
 def test_merging_stops_at_the_size_limit() -> None:
-    """A host takes merged rules up to ``merge_max_size``; beyond it they stay called (the keys of
+    """A host takes at most ``merge_max_rules`` merged rules; beyond, they stay called (the keys of
     a huge object would otherwise meet in every state set). The language is the same either way."""
     from logitgate.engine.rtn import CompileLimits
 
     g = Grammar.from_json_schema({"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(12)}})
-    whole, parts, none = (compile_rtn(g, CompileLimits(merge_max_size=m)) for m in (10**6, 300, 0))
+    whole, parts, none = (compile_rtn(g, CompileLimits(merge_max_rules=m)) for m in (10**6, 4, 0))
     assert len(whole.rule_names) < len(parts.rule_names) < len(none.rule_names)
     info = small_vocab(['{"p1": 2, "p7": 30, "x": [true]}'])
-    cgs = [lg.GrammarCompiler(info, limits=CompileLimits(merge_max_size=m)).compile_grammar(g) for m in (10**6, 300, 0)]
+    cgs = [lg.GrammarCompiler(info, limits=CompileLimits(merge_max_rules=m)).compile_grammar(g) for m in (10**6, 4, 0)]
     for text in (b'{"p1": 2, "p7": 30, "x": [true]}', b'{"p7": 1, "p1": 2}', b'{"p11":0}', b'{"p12":0,"p3":1}',
                  b'{"p0":1,"p0":2}'):
         verdicts = set()

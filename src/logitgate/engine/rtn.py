@@ -49,9 +49,9 @@ class CompileLimits:
     inline_max_size: int = 48
     #: a rule with a repetition over at least this many byte values is "lexeme-like"
     lexeme_min_bytes: int = 64
-    #: rules read last by their callers are merged into one automaton up to this estimated size
-    #: (beyond it they stay called: a huge object's keys would otherwise meet in every state set)
-    merge_max_size: int = 8000
+    #: rules read last by their callers are merged into one automaton, at most this many per host
+    #: (beyond, they stay called: a huge object's keys would otherwise meet in every state set)
+    merge_max_rules: int = 64
 
 
 @dataclass
@@ -224,7 +224,7 @@ def _tail_refs(e: Expr, out: list[str]) -> list[str]:
 
 
 def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: Mapping[str, tuple[str, ...]],
-                 root: str, called_set: set[str], max_size: int) -> dict[str, str]:
+                 root: str, called_set: set[str], max_rules: int) -> dict[str, str]:
     """The rules to build inside another rule's automaton, each with that rule (its host).
 
     A rule every reference of which is a *tail* reference (the last thing its caller reads) ends
@@ -234,8 +234,8 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
     an object and the rules of what may follow each member, where a call per member position
     would build, digest and walk each separately; a small rule read in several places is written
     once rather than inlined in each. A host that is an inlined rule becomes a called
-    one (it is inlined where it is not read last). A host takes rules up to ``max_size`` (estimated
-    NFA states); a rule beyond that stays called and hosts the rules it reads last itself.
+    one (it is inlined where it is not read last). A host takes at most ``max_rules`` rules; a
+    rule beyond that stays called and hosts the rules it reads last itself.
     """
     referrers: dict[str, list[str]] = {}
     for n, rs in refs.items():
@@ -260,23 +260,16 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
     # callers first, a cycle of candidates (tail references going round: a loop) as one
     host: dict[str, str] = {}
     graph = {t: [r for r in refs[t] if r in candidates] for t in rules if t in candidates}
-    size: dict[str, int] = {}  # of each host, its merged rules included
-
-    def size_of(n: str) -> int:
-        if n not in size:
-            size[n] = _size(rules[n], {}, max_size)
-        return size[n]
-
+    taken: dict[str, int] = {}  # rules merged into each host so far
     for comp in reversed(_sccs(graph)):
         members = set(comp)
         outside = {host.get(p, p) for t in comp for p in referrers[t] if p not in members}
         one = outside.pop() if len(outside) == 1 else None
         if one is not None:
-            grown = size_of(one) + sum(size_of(t) for t in comp)
-            if grown > max_size:
+            if taken.get(one, 0) + len(comp) > max_rules:
                 one = None
             else:
-                size[one] = grown
+                taken[one] = taken.get(one, 0) + len(comp)
         for t in comp:
             host[t] = one or t
     # (a rule read once is inlined: one copy either way)
@@ -341,7 +334,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     for n in candidates:
         if sizes[n] > limits.inline_max_size or _is_lexeme_like(rules[n], limits.lexeme_min_bytes):
             called_set.add(n)
-    merged = _tail_merges(rules, refs, all_refs, g.root, called_set, limits.merge_max_size)
+    merged = _tail_merges(rules, refs, all_refs, g.root, called_set, limits.merge_max_rules)
     called_set.difference_update(merged)
     called_set.update(merged.values())  # a host is called (its merged rules end where it ends)
     called: list[str] = [g.root] + [n for n in rules if n != g.root and n in called_set]
