@@ -17,7 +17,10 @@ A parser configuration is a set of stacks; a stack is a top state plus a parent 
 Inlining policy: the root and recursive rules are always called; a non-recursive rule
 is called when it is referenced more than once and is large, or is a "lexeme-like"
 rule whose states see most of the vocabulary (its per-state masks are then shared
-between every place — and every grammar — that uses it). Everything else is inlined.
+between every place — and every grammar — that uses it), or is read once but is large
+and lexeme-like (a string with a format or pattern automaton: its DFA and masks come
+from the process-wide caches). A rule only ever read last by its callers is merged into
+their automaton instead (:func:`_tail_merges`). Everything else is inlined.
 """
 
 from __future__ import annotations
@@ -313,10 +316,12 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
             forced_inline.add(r)
             stack.extend(refs[r])
 
-    # A rule used more than once is called if it is large or lexeme-like. Sizes (with inlined
-    # references expanded) are estimated bottom-up for those rules and what they refer to only.
+    # A rule used more than once is called if it is large or lexeme-like (one used once, if it is
+    # both). Sizes (with inlined references expanded) are estimated bottom-up for those rules and
+    # what they refer to only.
     candidates = [n for n in rules if n != g.root and n not in recursive and n not in forced_inline
-                  and refcount[n] > 1]
+                  and (refcount[n] > 1 or (_is_lexeme_like(rules[n], limits.lexeme_min_bytes)
+                       and _size(rules[n], {}, limits.inline_max_size) > limits.inline_max_size))]
     sizes: dict[str, int] = {}
     if candidates:
         needed = set(candidates)
