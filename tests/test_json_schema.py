@@ -10,6 +10,7 @@ import random
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -701,6 +702,34 @@ def test_number_automaton_accepts_exactly_the_values_its_formula_holds_for(formu
     for s in numerals:
         want = _holds(formula, Fraction(s)) and (exponents or "e" not in s.lower())
         assert accepts_numeral(s.encode()) == want, (formula, s)
+
+
+_INT_BOUNDS = st.one_of(st.none(), st.integers(-10**7, 10**7).map(Fraction),
+                       st.sampled_from([Fraction(v) for v in ("0", "1", "-1", "9", "10", "99", "100", "150", "2.5",
+                                                              "-0.5", "999", "1000", "10001")]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_INT_BOUNDS, st.booleans(), _INT_BOUNDS, st.booleans(), _INT_BOUNDS, st.booleans())
+def test_integer_ranges_are_spelled_as_the_general_automaton_builds_them(lo, lo_x, hi, hi_x, other, plain):
+    """"An integer within ranges" -- the common numeric constraint -- is spelled directly (digit
+    ranges by length and first digit) rather than through the comparator automaton: the same
+    language, checked as equal canonical minimal DFAs."""
+    from logitgate.engine.automata import minimize, standalone_dfa
+
+    f = num.And((num.Range(lo, lo_x and lo is not None, hi, hi_x and hi is not None), num.MultipleOf(Fraction(1)),
+                 num.Range(other, False, None, False)))
+    bounds = num._integer_bounds(f)
+    assert bounds is not None
+    direct = minimize(standalone_dfa(num._integer_range_expr(*bounds, plain), None, 100_000))
+    general_expr, rules = num._emit(num._build_dfa(f, plain), "q")
+    assert not rules
+    general = minimize(standalone_dfa(general_expr, None, 100_000))
+    if direct is None or general is None:
+        assert direct is None and general is None
+        return
+    for a, b in ((direct.byte_class, general.byte_class), (direct.trans, general.trans), (direct.final, general.final)):
+        assert np.array_equal(a, b)
 
 
 def test_numbers_module_decimal_digits_and_limits():

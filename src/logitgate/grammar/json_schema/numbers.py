@@ -38,7 +38,7 @@ from typing import Union
 
 from ...errors import LimitExceededError
 from ..graphs import strongly_connected_components
-from ..ir import EMPTY, Expr, Ref, Seq, alt, byteset, repeat, seq
+from ..ir import EMPTY, Expr, Ref, Seq, alt, byteset, lit, repeat, seq
 
 __all__ = [
     "FALSE",
@@ -683,6 +683,11 @@ def number_expr(formula: Formula, rule_prefix: str = "num",
     key = (formula, "plain integers") if plain_integers else formula
     hit = _EXPR_CACHE.get(key)
     if hit is None:
+        bounds = _integer_bounds(formula)
+        if bounds is not None:  # (the common case, spelled directly: the same language)
+            e = _integer_range_expr(*bounds, plain_integers)
+            _EXPR_CACHE[key] = e
+            return e, {}
         d = _build_dfa(formula, plain_integers)
         e, rules = _emit(d, rule_prefix)
         if len(_EXPR_CACHE) >= _EXPR_CACHE_SIZE:
@@ -699,6 +704,97 @@ def number_expr(formula: Formula, rule_prefix: str = "num",
 #: (helper rules named per call); schemas repeat the same bounds (``minimum: 0``, ``type: integer``)
 _EXPR_CACHE: dict[object, object] = {}
 _EXPR_CACHE_SIZE = 4096
+
+
+# ----------------------------------------------------------------------------- integer ranges
+
+_DIGIT = byteset((0x30, 0x39))
+#: bounds with more digits go the general way (the direct spelling recurses once per digit)
+_DIRECT_MAX_DIGITS = 200
+
+
+def _integer_bounds(f: Formula) -> tuple[int | None, int | None] | None:
+    """``(lo, hi)`` (``None``: open) when ``f`` is "an integer within ranges", else None."""
+    items = list(f.items) if isinstance(f, And) else [f]
+    k = 0
+    while k < len(items):  # (nested conjunctions)
+        if isinstance(items[k], And):
+            items[k:k + 1] = items[k].items
+        else:
+            k += 1
+    if not any(isinstance(x, MultipleOf) and x.m == 1 for x in items):
+        return None
+    lo: int | None = None
+    hi: int | None = None
+    for x in items:
+        if isinstance(x, MultipleOf) and x.m == 1:
+            continue
+        if not isinstance(x, Range):
+            return None
+        if x.lo is not None:
+            v = (x.lo.numerator // x.lo.denominator + 1) if x.lo_excl else -((-x.lo.numerator) // x.lo.denominator)
+            lo = v if lo is None else max(lo, v)
+        if x.hi is not None:
+            v = (-((-x.hi.numerator) // x.hi.denominator) - 1) if x.hi_excl else x.hi.numerator // x.hi.denominator
+            hi = v if hi is None else min(hi, v)
+    if any(b is not None and len(str(abs(b))) > _DIRECT_MAX_DIGITS for b in (lo, hi)):
+        return None
+    return lo, hi
+
+
+def _integer_range_expr(lo: int | None, hi: int | None, plain: bool) -> Expr:
+    """The numerals of the integers in ``[lo, hi]``: canonical digits (``-0`` too, where 0 is in
+    range), then -- unless ``plain`` -- an optional zero fraction (``1.0`` is an integer)."""
+    if lo is not None and hi is not None and lo > hi:
+        return alt()
+    parts = []
+    if hi is None or hi >= 0:
+        parts.append(_naturals(max(lo, 0) if lo is not None else 0, hi))
+    if lo is None or lo < 0:  # magnitudes of the negatives
+        parts.append(seq(lit("-"), _naturals(max(1, -hi) if hi is not None else 1, -lo if lo is not None else None)))
+    if (lo is None or lo <= 0) and (hi is None or hi >= 0):
+        parts.append(lit("-0"))
+    body = alt(*parts)
+    return body if plain else seq(body, alt(seq(lit(".0"), repeat(lit("0"))), EMPTY))
+
+
+def _naturals(a: int, b: int | None) -> Expr:
+    """Decimal spellings (no leading zero) of the naturals ``a..b`` (``b`` None: unbounded)."""
+    sa = str(a)
+    if b is None:
+        return alt(_same_length(sa, "9" * len(sa)), seq(byteset((0x31, 0x39)), repeat(_DIGIT, len(sa), None)))
+    if a > b:
+        return alt()
+    sb = str(b)
+    return alt(*(_same_length(sa if n == len(sa) else "1" + "0" * (n - 1), sb if n == len(sb) else "9" * n)
+                 for n in range(len(sa), len(sb) + 1)))
+
+
+def _same_length(x: str, y: str) -> Expr:
+    """Digit strings from ``x`` to ``y`` (equal lengths, ``x <= y``), by their first digit."""
+    if x == y:
+        return lit(x)
+    i = 0
+    while x[i] == y[i]:
+        i += 1
+    prefix, x, y = x[:i], x[i:], y[i:]
+    k = len(x) - 1
+    if not k:
+        return seq(lit(prefix), byteset((ord(x), ord(y))))
+    lo_d, hi_d = ord(x[0]), ord(y[0])
+    opts = []
+    if x[1:] != "0" * k:
+        opts.append(seq(lit(x[0]), _same_length(x[1:], "9" * k)))
+        lo_d += 1
+    upper = None
+    if y[1:] != "9" * k:
+        upper = seq(lit(y[0]), _same_length("0" * k, y[1:]))
+        hi_d -= 1
+    if lo_d <= hi_d:
+        opts.append(seq(byteset((lo_d, hi_d)), repeat(_DIGIT, k, k)))
+    if upper is not None:
+        opts.append(upper)
+    return seq(lit(prefix), alt(*opts))
 
 
 def numeral_accepts(formula: Formula) -> Callable[[bytes], bool]:
