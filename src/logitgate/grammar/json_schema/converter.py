@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from ...errors import LimitExceededError, SchemaError
-from ..ir import EMPTY, NOTHING, Expr, Ref, Special, alt, and_, lit, not_, repeat, seq
+from ..ir import EMPTY, NOTHING, Expr, Ref, Special, alt, and_, lit, not_, seq
 from . import numbers as num
 from .refs import RefResolver
 from .strings import encode_chars
@@ -837,7 +837,7 @@ class Converter:
                        excluded_contents: list | None = None) -> Expr | None:
         """Regular language of the JSON string content (between the quotes) allowed by ``nodes``."""
         from .formats import format_expr
-        from .strings import any_char
+        from .lengths import counted_content
 
         lo, hi = 0, None
         parts: list[Expr] = []
@@ -868,7 +868,7 @@ class Converter:
             # a pattern's language is string content already (its characters are JSON-encoded, no
             # lone surrogate): "any content and the pattern" is the pattern, no intersection to build
             return and_(*parts) if len(parts) > 1 else parts[0]
-        base = repeat(any_char(), lo, hi)
+        base = counted_content(lo, hi)
         items = [base, *parts]
         if excluded:
             items.append(not_(self.shared(alt(*(self.lex.all_spellings(v) for v in excluded)), "x")))
