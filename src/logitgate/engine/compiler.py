@@ -266,7 +266,8 @@ class GrammarCompiler:
                                                    # (other keys of an object with a non-ASCII name)
                                                    "d": {"type": "array", "items": {"properties": {"\u00e9": True}}},
                                                    "e": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
-                                                   "f": {"type": "string", "pattern": "^[a-z0-9]+$"}},
+                                                   "f": {"type": "string", "pattern": "^[a-z0-9]+$"},
+                                                   "g": {"type": "string", "maxLength": 4}},  # (counted)
                   "required": ["f0"]}
         # (eight alternatives or more: a set of literals is a prefix tree, built by kernels of its own)
         tlds = "|".join(("com", "org", "net", "edu", "gov", "int", "mil", "biz"))

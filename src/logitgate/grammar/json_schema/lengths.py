@@ -37,6 +37,9 @@ def counted_content(lo: int, hi: int | None) -> Expr:
     return Special(KIND, (lo, hi))
 
 
+_CHAR: list[Any] = []  # the automaton of one encoded character, once made
+
+
 def _expand(args: tuple) -> Expr:
     return repeat(any_char(), args[0], args[1])
 
@@ -50,7 +53,9 @@ def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -
     "``lo`` or more read", whose next character goes on in the last layer. Minimal as built.
     """
     lo, hi = args
-    d = dfa_of(any_char())
+    if not _CHAR:
+        _CHAR.append(dfa_of(any_char()))
+    d = _CHAR[0]
     n, k = d.trans.shape
     finals = np.flatnonzero(d.final)
     if len(finals) != 1 or (d.trans[finals[0]] >= 0).any() or finals[0] == d.start:  # pragma: no cover
