@@ -716,6 +716,7 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
     g_id = np.empty(ncls + 8, dtype=np.int64)
     g_rule = np.empty(ncls + 8, dtype=np.int64)  # -1 for class groups
     cls_group = np.empty(ncls, dtype=np.int64)
+    touched = np.empty(ncls, dtype=np.int64)
     rules = np.empty(16, dtype=np.int32)
     r_tg = np.empty(16, dtype=np.int32)
 
@@ -723,6 +724,7 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
     i = -1  # the state whose successors are being built; -1: the start state itself
     while i < count:
         n_groups = 0
+        nt = 0  # classes the state reads: touched[:nt]
         if i < 0:
             grouped[0] = start
             g_start[0], g_len[0], g_rule[0] = 0, 1, -1
@@ -765,22 +767,30 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
                         pc_cls[npairs] = mask_cls[j]
                         pc_tgt[npairs] = t
                         npairs += 1
-            # targets grouped by class (counting sort)
-            cls_cnt[:] = 0
+            # targets grouped by class: a counting sort over the classes present (a state reads a
+            # few of the grammar's classes: passes over all of them were a third of the work)
             for j in range(npairs):
-                cls_cnt[pc_cls[j] + 1] += 1
-            for c in range(ncls):
-                cls_cnt[c + 1] += cls_cnt[c]
-                fill[c] = cls_cnt[c]
+                c = pc_cls[j]
+                if cls_cnt[c] == 0:
+                    touched[nt] = c
+                    nt += 1
+                cls_cnt[c] += 1
+            _sort_small(touched[:nt])
+            a = 0
+            for x in range(nt):
+                c = touched[x]
+                fill[c] = a
+                a += cls_cnt[c]
             for j in range(npairs):
                 c = pc_cls[j]
                 grouped[fill[c]] = pc_tgt[j]
                 fill[c] += 1
-            for c in range(ncls):
-                a, b = cls_cnt[c], cls_cnt[c + 1]
+            for x in range(nt):
+                c = touched[x]
+                b = fill[c]
+                a = b - cls_cnt[c]
+                cls_cnt[c] = 0  # (zero again for the next state)
                 cls_group[c] = -1
-                if a == b:
-                    continue
                 seg = grouped[a:b]
                 _sort_small(seg)
                 k = 1
@@ -863,9 +873,8 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
                 u += 1
         if count > max_dfa_states:
             return DFA_LIMIT, ns, trans[:0], final[:0], empty_i32, empty_i32, empty_i32
-        if i >= 0:
-            for c in range(ncls):
-                if cls_group[c] >= 0:
-                    trans[i, c] = g_id[cls_group[c]]
+        for x in range(nt):
+            c = touched[x]
+            trans[i, c] = g_id[cls_group[c]]
         i += 1
     return OK, ns, trans[:count], final[:count], c_src_o[:n_calls], c_rule_o[:n_calls], c_dst_o[:n_calls]
