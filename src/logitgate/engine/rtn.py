@@ -190,11 +190,20 @@ def _size(e: Expr, ref_size: dict[str, int], cap: int, depth: int = 0) -> int:
 
 def _is_lexeme_like(e: Expr, min_bytes: int) -> bool:
     """True if ``e`` repeats (unboundedly or widely) over a large set of bytes, e.g. string bodies."""
-    if isinstance(e, Repeat) and (e.max is None or e.max >= 16):
-        return _width(e.item) >= min_bytes or _is_lexeme_like(e.item, min_bytes)
-    if isinstance(e, Special):
-        return e.spec.lexeme_like
-    return any(_is_lexeme_like(c, min_bytes) for c in e.children())
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is Repeat:
+            if (x.max is None or x.max >= 16) and _width(x.item) >= min_bytes:  # type: ignore[attr-defined]
+                return True
+            stack.append(x.item)  # type: ignore[attr-defined]
+        elif t is Special:
+            if x.spec.lexeme_like:  # type: ignore[attr-defined]
+                return True
+        elif t is not Bytes and t is not ByteSet and t is not Ref:
+            stack.extend(x.children())
+    return False
 
 
 def _width(e: Expr) -> int:
@@ -321,7 +330,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     # what they refer to only.
     candidates = [n for n in rules if n != g.root and n not in recursive and n not in forced_inline
                   and (refcount[n] > 1 or (_is_lexeme_like(rules[n], limits.lexeme_min_bytes)
-                       and _size(rules[n], {}, limits.inline_max_size) > limits.inline_max_size))]
+                                           and _size(rules[n], {}, limits.inline_max_size) > limits.inline_max_size))]
     sizes: dict[str, int] = {}
     if candidates:
         needed = set(candidates)
