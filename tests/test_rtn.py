@@ -174,3 +174,24 @@ def test_merging_stops_at_the_size_limit() -> None:
             m = lg.GrammarMatcher(cg)
             verdicts.add(m.accept_string(text) and m.can_terminate())
         assert len(verdicts) == 1, text
+
+
+def test_digests_remembered_for_cached_rules_are_the_digests_computed_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cached rule's digest is remembered by its callees' digests (and a cycle of cached rules by
+    their names, entries and outside callees): the same as computing them with empty caches."""
+    from logitgate.engine import rtn as rtn_module
+    from logitgate.engine.lru import LRU
+
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"$ref": "#"}},
+                                               "b": {"type": "string", "format": "email"}}}
+    other_body = seq(lit("'"), repeat(_CHARS, 0, None), lit("'"))  # (still called: lexeme-like)
+    first = compile_rtn(Grammar.from_json_schema(schema)).rule_hash
+    again = compile_rtn(Grammar.from_json_schema(schema)).rule_hash  # cache hits, remembered digests
+    # the root's cached automaton with a callee of another behaviour: another digest
+    roots = [_digest(_pair("text"), "root"), _digest(_pair("text", other_body), "root")]
+    monkeypatch.setattr(rtn_module, "_RULE_DFAS", LRU(64))
+    monkeypatch.setattr(rtn_module, "_CYCLE_DIGESTS", {})
+    fresh = compile_rtn(Grammar.from_json_schema(schema)).rule_hash
+    assert first == again == fresh
+    assert roots[1] != roots[0]
+    assert roots == [_digest(_pair("text"), "root"), _digest(_pair("text", other_body), "root")]

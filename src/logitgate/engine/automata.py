@@ -173,7 +173,8 @@ class DFA:
     def with_calls(self, call_src: np.ndarray, call_rule: np.ndarray, call_dst: np.ndarray) -> DFA:
         """The same tables with other call edges (sorted by source, then rule)."""
         out = DFA(self.byte_class, self.trans, self.final, call_src, call_rule, call_dst, self.start)
-        for fact in ("_table_digest", "_accepts_without_calls"):  # facts of the tables alone
+        for fact in ("_table_digest", "_accepts_without_calls", "_named"):  # facts of the tables alone,
+            # and the cached rule they are (its calls renumbered, not changed)
             if fact in self.__dict__:
                 out.__dict__[fact] = self.__dict__[fact]
         return out

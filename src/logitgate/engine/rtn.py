@@ -26,6 +26,7 @@ their automaton instead (:func:`_tail_merges`). Everything else is inlined.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -458,6 +459,9 @@ class _NamedCalls:
     dfa: DFA  # call_rule indexes ``callees``
     callees: tuple[str, ...]
     nfa_states: int
+    #: this rule's digest by its callees' digests (in ``callees`` order), see :func:`_rule_hashes`
+    digests: dict = field(default_factory=dict, compare=False, repr=False)
+    serial: int = field(default_factory=lambda: next(_SERIALS), compare=False)  # (never reused)
 
     @classmethod
     def of(cls, dfa: DFA, nfa_states: int, names: list[str]) -> _NamedCalls:
@@ -473,7 +477,12 @@ class _NamedCalls:
             return d
         rule = np.array([rule_id[n] for n in self.callees], dtype=np.int32)[d.call_rule]
         o = np.lexsort((rule, d.call_src))  # calls sorted by source, then rule id
-        return d.with_calls(d.call_src[o], rule[o], d.call_dst[o])
+        out = d.with_calls(d.call_src[o], rule[o], d.call_dst[o])
+        out.__dict__["_named"] = self  # (kept by further with_calls renumberings)
+        return out
+
+
+_SERIALS = itertools.count()
 
 
 #: rule DFAs by (body, resolution of what it inlines or calls, DFA limit), process-wide: grammars
@@ -570,6 +579,7 @@ def _rule_hashes(names: list[str], dfas: list[DFA]) -> list[str]:
     """
     callees = {i: sorted(set(d.call_rule.tolist())) for i, d in enumerate(dfas)}
     digests: list[bytes] = [b""] * len(dfas)
+    index = {n: i for i, n in enumerate(names)}
 
     def labelled(i: int, cycle: set[int]) -> bytes:
         d = dfas[i]
@@ -588,12 +598,43 @@ def _rule_hashes(names: list[str], dfas: list[DFA]) -> list[str]:
                     solo = d.__dict__["_solo_digest"] = hashlib.sha256(d.table_digest()).digest()
                 digests[comp[0]] = solo
                 continue
-            digests[comp[0]] = hashlib.sha256(labelled(comp[0], set())).digest()
+            named = d.__dict__.get("_named")
+            if named is None:
+                digests[comp[0]] = hashlib.sha256(labelled(comp[0], set())).digest()
+                continue
+            # a cached rule: its digest is fixed by its callees' (a cache hit computes it once)
+            key = tuple(digests[index[n]] for n in named.callees)
+            hit = named.digests.get(key)
+            if hit is None:
+                if len(named.digests) >= 16:
+                    named.digests.clear()
+                hit = named.digests[key] = hashlib.sha256(labelled(comp[0], set())).digest()
+            digests[comp[0]] = hit
             continue
         members = set(comp)
+        order = sorted(comp, key=lambda x: names[x])
+        named_all = [dfas[i].__dict__.get("_named") for i in order]
+        key = None
+        if all(x is not None for x in named_all):  # cached rules: fixed by their names and callees
+            key = tuple((names[i], x.serial, tuple(names[index[n]] if index[n] in members else digests[index[n]]
+                                                   for n in x.callees)) for i, x in zip(order, named_all))
+            hit = _CYCLE_DIGESTS.get(key)
+            if hit is not None:
+                for i, dg in zip(order, hit):
+                    digests[i] = dg
+                continue
         cycle = hashlib.sha256(b"cycle")
-        for i in sorted(comp, key=lambda x: names[x]):
+        for i in order:
             cycle.update(names[i].encode() + b"\x00" + labelled(i, members))
         for i in comp:
             digests[i] = hashlib.sha256(cycle.digest() + names[i].encode()).digest()
+        if key is not None:
+            if len(_CYCLE_DIGESTS) >= 1024:
+                _CYCLE_DIGESTS.clear()
+            _CYCLE_DIGESTS[key] = tuple(digests[i] for i in order)
     return [d.hex() for d in digests]
+
+
+#: digests of the members of a cycle of cached rules (see :func:`_rule_hashes`), by their names,
+#: cache entries and outside callees' digests
+_CYCLE_DIGESTS: dict[tuple, tuple[bytes, ...]] = {}
