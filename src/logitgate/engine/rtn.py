@@ -170,20 +170,35 @@ def _size(e: Expr, ref_size: dict[str, int], cap: int, depth: int = 0) -> int:
         return len(e.value) + 1
     if t is ByteSet:
         return 2
+    if t is not Ref and t is not Special and e._ref_free:  # type: ignore[attr-defined]
+        # (reference-free parts -- string bodies, numbers -- are shared: measured once, on the node)
+        n = e._size  # type: ignore[attr-defined]
+        if n < 0:
+            n = min(_measure(e, t, ref_size, _MEASURED, depth), _MEASURED + 1)
+            object.__setattr__(e, "_size", n)
+        if n <= _MEASURED or cap <= _MEASURED:
+            return n
+    return _measure(e, t, ref_size, cap, depth)
+
+
+_MEASURED = 4096  # reference-free sizes remembered exactly up to this
+
+
+def _measure(e: Expr, t: type, ref_size: dict[str, int], cap: int, depth: int) -> int:
     if t is Seq or t is Alt or t is And:
         total = 2
-        for x in e.items:
+        for x in e.items:  # type: ignore[attr-defined]
             total += _size(x, ref_size, cap, depth + 1)
             if total > cap:
                 return total
         return total
     if t is Repeat:
-        copies = max(e.min, 1) if e.max is None else max(e.max, 1)
-        return min(copies * _size(e.item, ref_size, cap, depth + 1) + 2, cap + 1)
+        copies = max(e.min, 1) if e.max is None else max(e.max, 1)  # type: ignore[attr-defined]
+        return min(copies * _size(e.item, ref_size, cap, depth + 1) + 2, cap + 1)  # type: ignore[attr-defined]
     if t is Not:
-        return _size(e.item, ref_size, cap, depth + 1) + 2
+        return _size(e.item, ref_size, cap, depth + 1) + 2  # type: ignore[attr-defined]
     if t is Ref:
-        return ref_size.get(e.name, 2)
+        return ref_size.get(e.name, 2)  # type: ignore[attr-defined]
     if t is Special:  # built as an automaton of its own: count it as large
         return cap + 1
     return 1

@@ -145,6 +145,8 @@ class _Composite(Expr):
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
     _normal: bool = field(default=False, init=False, repr=False, compare=False)
     _ref_free: bool = field(default=False, init=False, repr=False, compare=False)  # known to hold no Ref
+    #: the engine's size estimate of a reference-free node, once made (-1: not yet)
+    _size: int = field(default=-1, init=False, repr=False, compare=False)
 
     def _key(self) -> tuple:
         raise NotImplementedError
