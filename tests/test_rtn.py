@@ -13,7 +13,7 @@ import pytest
 import logitgate as lg
 from engine_cases import small_vocab, tail_chains
 from logitgate.engine.rtn import compile_rtn
-from logitgate.grammar.ir import Grammar, Ref, alt, byteset, lit, repeat, seq
+from logitgate.grammar.ir import Grammar, Ref, alt, and_, byteset, lit, not_, repeat, seq
 
 _CHARS = byteset((0x20, 0x21), (0x23, 0x7E))  # printable ASCII but '"': wide enough to be "lexeme-like"
 _BODY = seq(lit('"'), repeat(_CHARS, 0, None), lit('"'))
@@ -195,3 +195,22 @@ def test_digests_remembered_for_cached_rules_are_the_digests_computed_afresh(mon
     assert first == again == fresh
     assert roots[1] != roots[0]
     assert roots == [_digest(_pair("text"), "root"), _digest(_pair("text", other_body), "root")]
+
+
+def test_rules_inside_an_intersection_are_never_merged_or_hosts() -> None:
+    """``word`` is used inside an ``And`` operand and reads ``tail`` last (twice): merging ``tail``
+    into it would make ``word`` a called rule, which an operand cannot use (this raised "not
+    regular"); the string rule read last twice elsewhere is still merged."""
+    text = seq(lit('"'), repeat(_CHARS, 0, None), lit('"'))
+    g = Grammar({
+        "root": alt(seq(and_(Ref("word"), not_(lit("ab"))), lit(";")), seq(lit("x"), Ref("str")),
+                    seq(lit("y"), Ref("str"))),
+        "word": alt(seq(lit("a"), Ref("tail")), seq(lit("b"), Ref("tail"))),
+        "tail": alt(lit("b"), lit("c")),
+        "str": text,
+    })
+    assert compile_rtn(g).rule_names == ["root"]
+    cg = lg.GrammarCompiler(small_vocab(['ac;', 'x"q"'])).compile_grammar(g)
+    for text_, ok in ((b"ac;", True), (b"bb;", True), (b"ab;", False), (b'y"a b"', True), (b'x"', False)):
+        m = lg.GrammarMatcher(cg)
+        assert (m.accept_string(text_) and m.can_terminate()) == ok, text_

@@ -252,7 +252,7 @@ def _tail_refs(e: Expr, out: list[str]) -> list[str]:
 
 
 def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: Mapping[str, tuple[str, ...]],
-                 root: str, called_set: set[str], max_rules: int) -> dict[str, str]:
+                 root: str, called_set: set[str], forced_inline: set[str], max_rules: int) -> dict[str, str]:
     """The rules to build inside another rule's automaton, each with that rule (its host).
 
     A rule every reference of which is a *tail* reference (the last thing its caller reads) ends
@@ -263,7 +263,9 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
     would build, digest and walk each separately; a small rule read in several places is written
     once rather than inlined in each. A host that is an inlined rule becomes a called
     one (it is inlined where it is not read last). A host takes at most ``max_rules`` rules; a
-    rule beyond that stays called and hosts the rules it reads last itself.
+    rule beyond that stays called and hosts the rules it reads last itself. Rules used inside an
+    ``And``/``Not`` operand (``forced_inline``, closed under reference) are neither: operands are
+    built as plain regular expressions.
     """
     referrers: dict[str, list[str]] = {}
     for n, rs in refs.items():
@@ -272,7 +274,7 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
     tails: dict[str, list[str]] = {}
     candidates: set[str] = set()
     for t, ps in referrers.items():
-        if t == root:
+        if t == root or t in forced_inline:
             continue
         ok = True
         for p in ps:
@@ -364,7 +366,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     for n in candidates:
         if sizes[n] > limits.inline_max_size or _is_lexeme_like(rules[n], limits.lexeme_min_bytes):
             called_set.add(n)
-    merged = _tail_merges(rules, refs, all_refs, g.root, called_set, limits.merge_max_rules)
+    merged = _tail_merges(rules, refs, all_refs, g.root, called_set, forced_inline, limits.merge_max_rules)
     called_set.difference_update(merged)
     called_set.update(merged.values())  # a host is called (its merged rules end where it ends)
     called: list[str] = [g.root] + [n for n in rules if n != g.root and n in called_set]

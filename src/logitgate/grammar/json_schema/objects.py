@@ -124,8 +124,8 @@ def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool]], extr
     minProperties at most 1).
 
     Rule ``k{j}`` is "member ``j`` or, when it is optional, what may come instead": member ``j``
-    then the rule ``a{j}`` of what may follow it (the closing brace, or a comma and ``k{j+1}``),
-    or ``k{j+1}``; past the last member come the extra members (rule ``x``). Every one of these
+    then what may follow it (the closing brace once no required member is left, or a comma and
+    ``k{j+1}``), or ``k{j+1}``; past the last member come the extra members (rule ``x``). Every one of these
     rules is read last where it is read, so the engine builds them into the object's automaton
     once each (:func:`logitgate.engine.rtn._tail_merges`): a separator or a key prefix is read
     by one parser stack, and each member's automaton exists once, whichever member came before.
