@@ -768,7 +768,7 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
                         pc_tgt[npairs] = t
                         npairs += 1
             # targets grouped by class: a counting sort over the classes present (a state reads a
-            # few of the grammar's classes: passes over all of them were a third of the work)
+            # few of the program's classes; no pass over all of them)
             for j in range(npairs):
                 c = pc_cls[j]
                 if cls_cnt[c] == 0:

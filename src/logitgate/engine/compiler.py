@@ -218,8 +218,9 @@ class GrammarCompiler:
 
         Builds the vocabulary slices, runs every numba kernel once (loading them from numba's
         cache) on a small recursive grammar, compiles a tiny grammar through each front-end
-        (JSON Schema with objects, arrays and oneOf, regex, EBNF, choices: their modules and
-        dependencies get imported, which matters where Python writes no bytecode cache), builds
+        (JSON Schema with objects, arrays, oneOf and a counted string, regex, EBNF, choices: their
+        modules and dependencies get imported, which matters where Python writes no bytecode
+        cache), builds
         the JSON spellings of printable ASCII characters (object keys are matched in every
         spelling) and of the character classes patterns use most, and the automaton of every
         supported string format (cached process-wide), so a first real compile and its first
