@@ -736,20 +736,23 @@ def test_integer_ranges_are_spelled_as_the_general_automaton_builds_them(lo, lo_
 @given(st.integers(0, 20), st.one_of(st.none(), st.integers(0, 30)))
 def test_counted_string_contents_are_built_minimal_with_the_language_of_the_repetition(lo, hi):
     """``minLength``/``maxLength`` contents are laid out layer by layer (:mod:`.lengths`), not as
-    ``hi`` copies of a character: the same language as ``any_char(){lo,hi}``, minimal as built."""
+    ``hi`` copies of a character: the same language as ``any_char(){lo,hi}``, minimal as built;
+    with the quotes (a string value), the same as the quotes around it."""
     from logitgate.engine.automata import minimize, standalone_dfa
-    from logitgate.grammar.ir import repeat
-    from logitgate.grammar.json_schema.lengths import counted_content
+    from logitgate.grammar.ir import lit, repeat, seq
+    from logitgate.grammar.json_schema.lengths import counted_content, string_value
     from logitgate.grammar.json_schema.strings import any_char
 
     if hi is not None and hi < lo:
         lo, hi = hi, lo
-    built = standalone_dfa(counted_content(lo, hi), None, 100_000)
-    plain = minimize(standalone_dfa(repeat(any_char(), lo, hi), None, 100_000))
-    again = minimize(built)
-    assert built.num_states == again.num_states
-    for a, b in ((again.byte_class, plain.byte_class), (again.trans, plain.trans), (again.final, plain.final)):
-        assert np.array_equal(a, b)
+    for made, expr in ((counted_content(lo, hi), repeat(any_char(), lo, hi)),  # content, and the whole value
+                       (string_value(counted_content(lo, hi)), seq(lit('"'), repeat(any_char(), lo, hi), lit('"')))):
+        built = standalone_dfa(made, None, 100_000)
+        plain = minimize(standalone_dfa(expr, None, 100_000))
+        again = minimize(built)
+        assert built.num_states == again.num_states
+        for a, b in ((again.byte_class, plain.byte_class), (again.trans, plain.trans), (again.final, plain.final)):
+            assert np.array_equal(a, b)
 
 
 def test_numbers_module_decimal_digits_and_limits():

@@ -19,6 +19,7 @@ from typing import Any
 from ...errors import LimitExceededError, SchemaError
 from ..ir import EMPTY, NOTHING, Expr, Ref, Special, alt, and_, lit, not_, seq
 from . import numbers as num
+from .lengths import string_value
 from .refs import RefResolver
 from .strings import encode_chars
 from .values import Lexer, json_key, to_fraction
@@ -425,7 +426,7 @@ class Converter:
             content = self.string_content(nodes, [v for v in neg.values if isinstance(v, str)],
                                           neg.str_contents)
             if content is not None:
-                parts.append(seq(lit('"'), content, lit('"')))
+                parts.append(string_value(content))
         for kind, tag in (("array", "arr"), ("object", "obj")):
             if kind in types:
                 if any(json_key(v)[0] == tag for v in neg.values):

@@ -6,7 +6,9 @@ construction to walk and minimization to merge again -- 7.5 ms for ``maxLength: 
 automaton is known in advance: one *layer* of the character's states per character read so far,
 a finished character moving to the start of the next layer. :func:`counted_content` gives a
 :class:`~logitgate.grammar.ir.Special` node whose automaton is laid out that way
-(``Special.expand()`` still gives the expression: the reference recognizer and printing use it).
+(``Special.expand()`` still gives the expression: the reference recognizer and printing use it);
+:func:`string_value` puts the quotes inside the automaton too, so a string value's rule is the
+automaton as built rather than quotes around it for the subset construction to walk again.
 
     >>> from logitgate.grammar.json_schema.lengths import counted_content
     >>> counted_content(0, 3).args
@@ -21,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from ...errors import LimitExceededError
-from ..ir import Expr, Special, SpecialKind, register_special, repeat
+from ..ir import Expr, Special, SpecialKind, lit, register_special, repeat, seq
 from .strings import any_char
 
-__all__ = ["counted_content"]
+__all__ = ["counted_content", "string_value"]
 
 KIND = "json_string_length"
 
@@ -40,8 +42,18 @@ def counted_content(lo: int, hi: int | None) -> Expr:
 _CHAR: list[Any] = []  # the automaton of one encoded character, once made
 
 
+def string_value(content: Expr) -> Expr:
+    """The JSON string ``"content"``: counted contents as one automaton, quotes included (a rule
+    that is nothing else then uses it as built, where quotes around it would make the subset
+    construction walk its layers again)."""
+    if type(content) is Special and content.kind == KIND:  # type: ignore[attr-defined]
+        return Special(KIND, (*content.args[:2], True))  # type: ignore[attr-defined]
+    return seq(lit('"'), content, lit('"'))
+
+
 def _expand(args: tuple) -> Expr:
-    return repeat(any_char(), args[0], args[1])
+    body = repeat(any_char(), args[0], args[1])
+    return seq(lit('"'), body, lit('"')) if len(args) > 2 else body
 
 
 def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -> tuple:
@@ -52,7 +64,7 @@ def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -
     ``0..hi-1`` and one state for "``hi`` read"; unbounded: layers ``0..lo-1`` and one state for
     "``lo`` or more read", whose next character goes on in the last layer. Minimal as built.
     """
-    lo, hi = args
+    lo, hi = args[:2]
     if not _CHAR:
         _CHAR.append(dfa_of(any_char()))
     d = _CHAR[0]
@@ -84,8 +96,32 @@ def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -
     else:
         table[-1] = -1
         final[np.arange(lo, hi) * m] = True
+    if len(args) > 2:
+        return _quoted(d.byte_class, table, final)
     return d.byte_class, table, final, 0
 
 
+def _quoted(byte_class: np.ndarray, table: np.ndarray, final: np.ndarray) -> tuple:
+    """The automaton between quotes: a start state that reads ``"``, and ``"`` from every final
+    state to one last state. The quote gets a class of its own (inside an escape it reads like the
+    bytes it shared a class with)."""
+    q = int(byte_class[0x22])
+    byte_class = np.asarray(byte_class, dtype=np.int32).copy()
+    if (byte_class == q).sum() > 1:  # split: a new column, the old one's copy
+        table = np.concatenate([table, table[:, q:q + 1]], axis=1)
+        q = table.shape[1] - 1
+        byte_class[0x22] = q
+    n, k = table.shape
+    if (table[final, q] >= 0).any():  # pragma: no cover - a raw quote never starts a character
+        raise AssertionError("a quote after a whole character must end the string")
+    out = np.full((n + 2, k), -1, dtype=np.int32)
+    out[:n] = table
+    out[:n][final, q] = n + 1
+    out[n, q] = 0
+    done = np.zeros(n + 2, dtype=bool)
+    done[n + 1] = True
+    return byte_class, out, done, n
+
+
 register_special(KIND, SpecialKind(
-    expand=_expand, nullable=lambda args: args[0] == 0, lexeme_like=True, build=build_counted))
+    expand=_expand, nullable=lambda args: len(args) < 3 and args[0] == 0, lexeme_like=True, build=build_counted))
