@@ -57,7 +57,8 @@ def _expand(args: tuple) -> Expr:
 
 
 def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -> tuple:
-    """``(byte_class, trans, final, start)`` of ``lo..hi`` characters, trimmed by construction.
+    """``(byte_class, trans, final, start)`` of ``lo..hi`` characters (``args = (lo, hi)``, or
+    ``(lo, hi, True)``: between quotes), trimmed by construction.
 
     Layer ``k`` (``k`` characters read) holds the character automaton's states but its final
     one; a byte that finishes a character goes to the next layer's start. Bounded: layers
