@@ -92,7 +92,8 @@ def tail_chains() -> Grammar:
 
 
 def many_optional_members() -> Grammar:
-    """An object with more optional members than one key block holds, two of them required."""
+    """An object with twenty optional members, two of them required (each separator offers every
+    key up to the next required one)."""
     props = {f"k{i}": {"type": "integer"} for i in range(20)}
     return Grammar.from_json_schema({"type": "object", "properties": props, "required": ["k3", "k12"],
                                      "additionalProperties": {"type": "boolean"}})
