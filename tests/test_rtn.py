@@ -157,7 +157,7 @@ def test_an_inlined_rule_that_hosts_others_is_called() -> None:
     assert after and not set(after) & set(rtn.rule_names)
 
 
-def test_merging_stops_at_the_size_limit() -> None:
+def test_merging_stops_at_the_rule_limit() -> None:
     """A host takes at most ``merge_max_rules`` merged rules; beyond, they stay called (the keys of
     a huge object would otherwise meet in every state set). The language is the same either way."""
     from logitgate.engine.rtn import CompileLimits

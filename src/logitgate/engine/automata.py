@@ -219,6 +219,7 @@ class Program:
         #: rules jumped to (``goto``): label of each, and their bodies, written after the main program
         self.labels: dict[str, int] = {}
         self._label_bodies: list[Expr] = []
+        self._labelled = 0  # bodies written so far (determinize writes them, once)
         #: id(node) -> (node, start, end) of its ops: a node met again is a copy of them (its ops
         #: name literals, sets, embeds, calls and labels of this program, wherever they stand)
         self._written: dict[int, tuple[Expr, int, int]] = {}
@@ -352,11 +353,11 @@ class Program:
     def determinize(self, max_nfa_states: int, max_dfa_states: int) -> tuple[DFA, int]:
         """The program's DFA (start state 0; unreachable or dead states may remain) and the
         number of NFA states it took."""
-        k = 0
-        while k < len(self._label_bodies):  # (a body may jump to further labels)
+        while self._labelled < len(self._label_bodies):  # (a body may jump to further labels)
+            k = self._labelled
+            self._labelled += 1
             self.emit(self._label_bodies[k])
             self.ops += (K.OP_LABEL, k)
-            k += 1
         if self._literals is not None and self.ops:  # a first set of literals and more: write its program
             self.ops[:0] = K.literal_trie_program(*self._literals).tolist()
             self._literals = None

@@ -252,7 +252,8 @@ def _tail_refs(e: Expr, out: list[str]) -> list[str]:
 
 
 def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: Mapping[str, tuple[str, ...]],
-                 root: str, called_set: set[str], forced_inline: set[str], max_rules: int) -> dict[str, str]:
+                 refcount: dict[str, int], root: str, called_set: set[str], forced_inline: set[str],
+                 max_rules: int) -> dict[str, str]:
     """The rules to build inside another rule's automaton, each with that rule (its host).
 
     A rule every reference of which is a *tail* reference (the last thing its caller reads) ends
@@ -303,8 +304,7 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
         for t in comp:
             host[t] = one or t
     # (a rule read once is inlined: one copy either way)
-    return {t: h for t, h in host.items() if h != t and (t in called_set or len(referrers[t]) > 1
-                                                        or all_refs[referrers[t][0]].count(t) > 1)}
+    return {t: h for t, h in host.items() if h != t and (t in called_set or refcount[t] > 1)}
 
 
 # ---------------------------------------------------------------------------- compile
@@ -346,9 +346,10 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     # A rule used more than once is called if it is large or lexeme-like (one used once, if it is
     # both). Sizes (with inlined references expanded) are estimated bottom-up for those rules and
     # what they refer to only.
-    candidates = [n for n in rules if n != g.root and n not in recursive and n not in forced_inline
-                  and (refcount[n] > 1 or (_is_lexeme_like(rules[n], limits.lexeme_min_bytes)
-                                           and _size(rules[n], {}, limits.inline_max_size) > limits.inline_max_size))]
+    lexeme = {n: _is_lexeme_like(rules[n], limits.lexeme_min_bytes) for n in rules
+              if n != g.root and n not in recursive and n not in forced_inline}
+    candidates = [n for n, lex in lexeme.items()
+                  if refcount[n] > 1 or (lex and _size(rules[n], {}, limits.inline_max_size) > limits.inline_max_size)]
     sizes: dict[str, int] = {}
     if candidates:
         needed = set(candidates)
@@ -364,9 +365,9 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
                     sizes[n] = _size(rules[n], sizes, limits.inline_max_size)
     called_set = {g.root} | recursive
     for n in candidates:
-        if sizes[n] > limits.inline_max_size or _is_lexeme_like(rules[n], limits.lexeme_min_bytes):
+        if sizes[n] > limits.inline_max_size or lexeme[n]:
             called_set.add(n)
-    merged = _tail_merges(rules, refs, all_refs, g.root, called_set, forced_inline, limits.merge_max_rules)
+    merged = _tail_merges(rules, refs, all_refs, refcount, g.root, called_set, forced_inline, limits.merge_max_rules)
     called_set.difference_update(merged)
     called_set.update(merged.values())  # a host is called (its merged rules end where it ends)
     called: list[str] = [g.root] + [n for n in rules if n != g.root and n in called_set]

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import pairwise
-from math import gcd
+from math import ceil, floor, gcd
 from typing import Union
 
 from ...errors import LimitExceededError
@@ -731,11 +731,11 @@ def _integer_bounds(f: Formula) -> tuple[int | None, int | None] | None:
             continue
         if not isinstance(x, Range):
             return None
-        if x.lo is not None:
-            v = (x.lo.numerator // x.lo.denominator + 1) if x.lo_excl else -((-x.lo.numerator) // x.lo.denominator)
+        if x.lo is not None:  # the least integer above (or at) the bound
+            v = floor(x.lo) + 1 if x.lo_excl else ceil(x.lo)
             lo = v if lo is None else max(lo, v)
         if x.hi is not None:
-            v = (-((-x.hi.numerator) // x.hi.denominator) - 1) if x.hi_excl else x.hi.numerator // x.hi.denominator
+            v = ceil(x.hi) - 1 if x.hi_excl else floor(x.hi)
             hi = v if hi is None else min(hi, v)
     if any(b is not None and len(str(abs(b))) > _DIRECT_MAX_DIGITS for b in (lo, hi)):
         return None
