@@ -738,22 +738,39 @@ def test_integer_ranges_are_spelled_as_the_general_automaton_builds_them(lo, lo_
 def test_counted_string_contents_are_built_minimal_with_the_language_of_the_repetition(lo, hi):
     """``minLength``/``maxLength`` contents are laid out layer by layer (:mod:`.lengths`), not as
     ``hi`` copies of a character: the same language as ``any_char(){lo,hi}``, minimal as built;
-    with the quotes (a string value), the same as the quotes around it."""
+    with the quotes (a string value), the same as the quotes around it; or ``null``, the same as
+    the alternation."""
     from logitgate.engine.automata import minimize, standalone_dfa
-    from logitgate.grammar.ir import lit, repeat, seq
-    from logitgate.grammar.json_schema.lengths import counted_content, string_value
+    from logitgate.grammar.ir import alt, lit, repeat, seq
+    from logitgate.grammar.json_schema.lengths import counted_content, or_null, string_value
     from logitgate.grammar.json_schema.strings import any_char
 
     if hi is not None and hi < lo:
         lo, hi = hi, lo
-    for made, expr in ((counted_content(lo, hi), repeat(any_char(), lo, hi)),  # content, and the whole value
-                       (string_value(counted_content(lo, hi)), seq(lit('"'), repeat(any_char(), lo, hi), lit('"')))):
+    quoted = seq(lit('"'), repeat(any_char(), lo, hi), lit('"'))
+    cases = [(counted_content(lo, hi), repeat(any_char(), lo, hi)),  # content, and the whole value
+             (string_value(counted_content(lo, hi)), quoted)]
+    either = or_null(string_value(counted_content(lo, hi)))  # (None: a plain repetition, not counted)
+    if either is not None:
+        cases.append((either, alt(lit("null"), quoted)))
+    for made, expr in cases:
         built = standalone_dfa(made, None, 100_000)
         plain = minimize(standalone_dfa(expr, None, 100_000))
         again = minimize(built)
         assert built.num_states == again.num_states
         for a, b in ((again.byte_class, plain.byte_class), (again.trans, plain.trans), (again.final, plain.final)):
             assert np.array_equal(a, b)
+
+
+def test_nullable_counted_string_is_one_automaton():
+    """``{"type": ["string", "null"], "maxLength": n}`` is one rule built directly (``lengths.or_null``),
+    not an alternation for the subset construction to walk again; its language is unchanged."""
+    from logitgate.grammar.ir import Special
+
+    g = check({"type": ["string", "null"], "minLength": 2, "maxLength": 5},
+              good=[None, "ab", "null", "\u00e9\u00e9\u00e9\u00e9\u00e9", "\U0001F600\n"],
+              bad=["a", "abcdef", 0, False, [], {}])
+    assert any(type(e) is Special and e.args[-1] == "null" for e in g.rules.values())
 
 
 def test_numbers_module_decimal_digits_and_limits():

@@ -19,7 +19,7 @@ from typing import Any
 from ...errors import LimitExceededError, SchemaError
 from ..ir import EMPTY, NOTHING, Expr, Ref, Special, alt, and_, lit, not_, seq
 from . import numbers as num
-from .lengths import string_value
+from .lengths import or_null, string_value
 from .refs import RefResolver
 from .strings import encode_chars
 from .values import Lexer, json_key, to_fraction
@@ -439,6 +439,8 @@ class Converter:
                     from .objects import build_object
 
                     parts.append(build_object(self, nodes))
+        if len(parts) == 2 and parts[0] == _NULL:  # {"type": ["string", "null"], "maxLength": ...}
+            return or_null(parts[1]) or alt(*parts)
         return alt(*parts)
 
     def literal(self, v: Any, integer_type: bool) -> Expr:
@@ -876,6 +878,9 @@ class Converter:
         if excluded_contents:
             items.append(not_(alt(*excluded_contents)))
         return and_(*items) if len(items) > 1 else base
+
+
+_NULL = lit("null")
 
 
 def _small(e: Expr, budget: int = 12) -> bool:

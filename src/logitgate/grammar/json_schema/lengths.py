@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from ...errors import LimitExceededError
-from ..ir import Expr, Special, SpecialKind, lit, register_special, repeat, seq
+from ..ir import Expr, Special, SpecialKind, alt, lit, register_special, repeat, seq
 from .strings import any_char
 
-__all__ = ["counted_content", "string_value"]
+__all__ = ["counted_content", "or_null", "string_value"]
 
 KIND = "json_string_length"
 
@@ -51,21 +51,42 @@ def string_value(content: Expr) -> Expr:
     return seq(lit('"'), content, lit('"'))
 
 
+def or_null(value: Expr) -> Expr | None:
+    """``null`` or the counted string ``value`` (from :func:`string_value`) as one automaton, or
+    None when ``value`` is not counted. ``{"type": ["string", "null"], "maxLength": 1000}`` is
+    then a rule built directly, where the alternation would make the subset construction walk
+    the string's 20,000 states again (and minimization after it)."""
+    if type(value) is Special and value.kind == KIND and len(value.args) == 3:  # type: ignore[attr-defined]
+        return Special(KIND, (*value.args, _NULL))  # type: ignore[attr-defined]
+    return None
+
+
+_NULL = "null"
+
+
 def _expand(args: tuple) -> Expr:
     body = repeat(any_char(), args[0], args[1])
-    return seq(lit('"'), body, lit('"')) if len(args) > 2 else body
+    if len(args) == 2:
+        return body
+    quoted = seq(lit('"'), body, lit('"'))
+    return alt(lit(_NULL), quoted) if len(args) > 3 else quoted
 
 
 def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -> tuple:
-    """``(byte_class, trans, final, start)`` of ``lo..hi`` characters (``args = (lo, hi)``, or
-    ``(lo, hi, True)``: between quotes), trimmed by construction.
+    """``(byte_class, trans, final, start)`` of ``lo..hi`` characters (``args = (lo, hi)``;
+    ``(lo, hi, True)``: between quotes; ``(lo, hi, True, "null")``: that or ``null``), trimmed and
+    minimal by construction.
 
     Layer ``k`` (``k`` characters read) holds the character automaton's states but its final
     one; a byte that finishes a character goes to the next layer's start. Bounded: layers
     ``0..hi-1`` and one state for "``hi`` read"; unbounded: layers ``0..lo-1`` and one state for
-    "``lo`` or more read", whose next character goes on in the last layer. Minimal as built.
+    "``lo`` or more read", whose next character goes on in the last layer. Quotes: a start state
+    that reads ``"`` and a last state every final one reaches by ``"`` (the bytes the states
+    outside the layers read get classes of their own). The table is written once, a layer at a
+    time by broadcasting (``maxLength: 6000`` is 120,000 states).
     """
     lo, hi = args[:2]
+    quoted, null = len(args) > 2, len(args) > 3
     if not _CHAR:
         _CHAR.append(dfa_of(any_char()))
     d = _CHAR[0]
@@ -79,49 +100,70 @@ def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -
     where = np.full(n, -1, dtype=np.int64)
     where[inner] = np.arange(m)
     targets = d.trans[inner].astype(np.int64)  # (m, k) in the character's numbering
-    done = targets == f
-    local = np.where(targets >= 0, where[np.maximum(targets, 0)], -1)
+    # one layer, targets relative to its first state (m: the next layer's start; -1: none)
+    layer = np.where(targets == f, m, np.where(targets >= 0, where[np.maximum(targets, 0)], -1)).astype(np.int32)
+    byte_class = np.asarray(d.byte_class, dtype=np.int32)
+    outside = b'"' + (_NULL.encode() if null else b"")  # bytes read outside the layers
+    if quoted:
+        byte_class, layer = _own_classes(byte_class, layer, outside)
+        k = layer.shape[1]
     layers = hi if hi is not None else lo
-    total = layers * m + 1  # and "hi read" (bounded), or "lo read or more" (unbounded)
-    if total > max_states:
+    count = layers * m + 1  # the layers, and "hi read" (bounded) or "lo read or more" (unbounded)
+    extra = (2 + len(_NULL) - 1 if null else 2) if quoted else 0  # start, end (and n, nu, nul)
+    if count + extra > max_states:
         raise LimitExceededError(f"string of {lo}..{hi} characters exceeds {max_states} automaton states",
                                  limit="max_dfa_states")
-    base = (np.arange(layers, dtype=np.int64) * m)[:, None, None]
-    trans = np.where(done[None], base + m, np.where(local[None] >= 0, local[None] + base, -1))
-    table = np.empty((total, k), dtype=np.int32)
-    table[:-1] = trans.reshape(layers * m, k)
-    final = np.zeros(total, dtype=bool)
-    final[-1] = True
+    table = np.full((count + extra, k), -1, dtype=np.int32)
+    body = table[:layers * m].reshape(layers, m, k)
+    body[:] = layer
+    np.add(body, (np.arange(layers, dtype=np.int32) * m)[:, None, None], out=body, where=layer >= 0)
+    final = np.zeros(count + extra, dtype=bool)
+    last = count - 1
     if hi is None:  # "lo read or more": a character more goes on in the last layer, or ends here again
-        table[-1] = np.where(done[0], total - 1, np.where(local[0] >= 0, local[0] + (lo - 1) * m, -1))
+        first = layer[0]
+        table[last] = np.where(first == m, last, np.where(first >= 0, first + (lo - 1) * m, -1))
+        final[last] = True
     else:
-        table[-1] = -1
-        final[np.arange(lo, hi) * m] = True
-    if len(args) > 2:
-        return _quoted(d.byte_class, table, final)
-    return d.byte_class, table, final, 0
-
-
-def _quoted(byte_class: np.ndarray, table: np.ndarray, final: np.ndarray) -> tuple:
-    """The automaton between quotes: a start state that reads ``"``, and ``"`` from every final
-    state to one last state. The quote gets a class of its own (inside an escape it reads like the
-    bytes it shared a class with)."""
+        final[np.arange(lo, hi + 1) * m] = True
+    if not quoted:
+        return byte_class, table, final, 0
+    start, end = count, count + 1
     q = int(byte_class[0x22])
-    byte_class = np.asarray(byte_class, dtype=np.int32).copy()
-    if (byte_class == q).sum() > 1:  # split: a new column, the old one's copy
-        table = np.concatenate([table, table[:, q:q + 1]], axis=1)
-        q = table.shape[1] - 1
-        byte_class[0x22] = q
-    n, k = table.shape
     if (table[final, q] >= 0).any():  # pragma: no cover - a raw quote never starts a character
         raise AssertionError("a quote after a whole character must end the string")
-    out = np.full((n + 2, k), -1, dtype=np.int32)
-    out[:n] = table
-    out[:n][final, q] = n + 1
-    out[n, q] = 0
-    done = np.zeros(n + 2, dtype=bool)
-    done[n + 1] = True
-    return byte_class, out, done, n
+    table[final, q] = end
+    table[start, q] = 0
+    final[:] = False
+    final[end] = True
+    if null:  # start -n-> n -u-> nu -l-> nul -l-> end
+        path = [start, *range(end + 1, end + len(_NULL)), end]
+        for i, b in enumerate(_NULL.encode()):
+            table[path[i], byte_class[b]] = path[i + 1]
+    return byte_class, table, final, start
+
+
+def _own_classes(byte_class: np.ndarray, layer: np.ndarray, data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Each byte of ``data`` in a class of its own: a byte sharing its class gets a new column,
+    a copy of that class's (inside the layers it reads like the bytes it shared a class with);
+    classes numbered by lowest byte."""
+    byte_class = byte_class.copy()
+    cols = [layer]
+    k = layer.shape[1]
+    for b in dict.fromkeys(data):
+        c = int(byte_class[b])
+        if (byte_class == c).sum() > 1:
+            cols.append(layer[:, c:c + 1])
+            byte_class[b] = k
+            k += 1
+    if len(cols) == 1:
+        return byte_class, layer
+    layer = np.concatenate(cols, axis=1)
+    # classes numbered by lowest byte again (as minimization leaves them: equal input, equal arrays)
+    _, lowest = np.unique(byte_class, return_index=True)
+    order = np.argsort(lowest)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.shape[0])
+    return rank[byte_class].astype(np.int32), layer[:, order]
 
 
 register_special(KIND, SpecialKind(
