@@ -178,9 +178,29 @@ class WalkScratch:
         self.row = np.zeros(num_words, dtype=np.int32)
         self.ids = np.empty(num_words, dtype=np.int32)  # a sparse row's token ids
         self.exits = np.empty(4096, dtype=np.int32)
+        self._plans: dict[int, tuple] = {}  # walk-plan buffers per slice set (id: the set, held)
+        self._walk_arrays: tuple[np.ndarray, ...] | None = None
         #: the scratch arguments of a parser step (:func:`._walk.advance_persist`), in its order
         self.step_arrays = (self.arena_state, self.arena_parent, self.out_top, self.out_par, self.work_top,
                             self.work_par, self.info)
+
+
+    @property
+    def walk_arrays(self) -> tuple[np.ndarray, ...]:
+        """The scratch arguments of a trie walk (:func:`._walk.walk_trie`) after the row, in its order."""
+        cached = self._walk_arrays
+        if cached is None or cached[0] is not self.exits:  # (``exits`` is replaced when it grows)
+            cached = self._walk_arrays = (self.exits, self.cbuf_top, self.cbuf_par, self.cstart, self.cend,
+                                          self.atop, self.arena_state, self.arena_parent, self.work_top,
+                                          self.work_par, self.info)
+        return cached
+
+    def plan_out(self, slices: SliceSet) -> tuple[np.ndarray, ...]:
+        """This thread's buffers for ``slices.walk_plan``."""
+        hit = self._plans.get(id(slices))
+        if hit is None or hit[0] is not slices:
+            hit = self._plans[id(slices)] = (slices, slices.plan_buffers())
+        return hit[1]
 
 
 def _raise_walk_error(code: int) -> None:
@@ -201,7 +221,7 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     others are walked in one call.
     """
     row = scratch.row
-    taken, starts, ends = slices.walk_plan(state, rtn)
+    taken, starts, ends = slices.walk_plan(state, rtn, scratch.plan_out(slices))
     if taken:
         row[:] = slices.union(taken)
     else:
@@ -242,20 +262,19 @@ def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, p
           scratch: WalkScratch, keep_exits: bool) -> np.ndarray:
     """One :func:`walk_trie` call (``pool``: the frames below ``par``, or ``_NO_FRAMES``); returns the
     exit nodes (a copy, when ``keep_exits``)."""
-    frames = (_NO_FRAMES, _NO_FRAMES, _NO_FRAMES) if pool is _NO_FRAMES else (pool.state, pool.parent, pool.depth)
-    while True:
-        scratch.info[:] = 0
-        n_exit = _walk_mod.walk_trie(
-            top, par, starts, ends, starts.shape[0],
+    frames = _NO_FRAMES_3 if pool is _NO_FRAMES else (pool.state, pool.parent, pool.depth)
+    tables = rtn.__dict__.get("_walk_tables")
+    if tables is None or tables[0] is not trie:  # (the same arguments on every walk: made once)
+        tables = rtn.__dict__["_walk_tables"] = (trie, (
             trie.node_byte, trie.node_depth, trie.node_end, trie.tok_start, trie.tok_ids,
             rtn.byte_class, rtn.trans, rtn.num_classes, rtn.final, rtn.simple,
-            rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push,
-            *frames,
-            row, scratch.exits, scratch.cbuf_top, scratch.cbuf_par, scratch.cstart, scratch.cend,
-            scratch.atop, scratch.arena_state, scratch.arena_parent, scratch.work_top, scratch.work_par,
-            scratch.info,
-        )
-        code = int(scratch.info[2])
+            rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push))
+    info = scratch.info
+    while True:
+        info[:] = 0
+        n_exit = _walk_mod.walk_trie(top, par, starts, ends, starts.shape[0], *tables[1], *frames, row,
+                                     *scratch.walk_arrays)
+        code = int(info[2])
         if code == _walk_mod.ERR_EXITS:  # at most one exit per trie node: size it once and walk again
             scratch.exits = np.empty(max(scratch.exits.shape[0] * 4, trie.node_byte.shape[0]), dtype=np.int32)
             continue  # (bits already set are set again: the row needs no reset)
@@ -265,6 +284,7 @@ def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, p
 
 _NO_EXITS = np.zeros(0, dtype=np.int32)
 _NO_FRAMES = np.zeros(1, dtype=np.int32)
+_NO_FRAMES_3 = (_NO_FRAMES, _NO_FRAMES, _NO_FRAMES)
 
 
 def warm_kernels(num_words: int, trie_ids: np.ndarray) -> None:

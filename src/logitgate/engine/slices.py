@@ -148,6 +148,8 @@ class SliceSet:
     #: everything implies this one's -- those of wider character sets)
     covers: tuple[tuple[DFA, int, tuple[DFA, ...]], ...] = ()
     _unions: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    #: slice indices by the flags of a walk plan (few patterns occur)
+    _taken: dict[bytes, tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
     _unions_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def __iter__(self):
@@ -161,20 +163,25 @@ class SliceSet:
         """One remainder slice holding every token of ``trie`` (no slice can be skipped)."""
         return cls([Slice("all", None, None, trie.tok_ids, bitset, 1, trie.num_nodes)], trie)
 
-    def walk_plan(self, state: int, rtn) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
+    def walk_plan(self, state: int, rtn, out: tuple[np.ndarray, ...] | None = None
+                  ) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
         """``(taken, starts, ends)``: the indices of the slices ``state`` accepts whole (their tokens:
         :meth:`union`), and the trie ranges of the others (to walk). One kernel call
-        (:func:`._survival.plan_state`)."""
-        p = self._plan(rtn)
+        (:func:`._survival.plan_state`). ``out``: buffers from :meth:`plan_buffers` to write into
+        (one set per thread; the ranges returned are views of them)."""
+        take, starts, ends = out if out is not None else self.plan_buffers()
+        n = plan_state(state, *self._plan(rtn).head, take, starts, ends)
+        key = take.tobytes()
+        taken = self._taken.get(key)
+        if taken is None:
+            taken = self._taken[key] = tuple(np.flatnonzero(take).tolist())
+        return taken, starts[:n], ends[:n]
+
+    def plan_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(take, starts, ends)`` buffers sized for :meth:`walk_plan`."""
         n_sl = len(self.slices)
-        roots = self._roots
-        take = np.empty(n_sl, dtype=np.uint8)
-        starts = np.empty(roots[1].shape[0] + n_sl, dtype=np.int32)
-        ends = np.empty(starts.shape[0], dtype=np.int32)
-        n = plan_state(state, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target, *self._cover_params,
-                       *p.tables, p.lower, p.memo, MAX_PAIRS, *self._slice_params, *roots, rtn.byte_class,
-                       rtn.final, take, starts, ends)
-        return tuple(np.flatnonzero(take).tolist()), starts[:n], ends[:n]
+        starts = np.empty(self._roots[1].shape[0] + n_sl, dtype=np.int32)
+        return np.empty(n_sl, dtype=np.uint8), starts, np.empty_like(starts)
 
     def union(self, taken: tuple[int, ...]) -> np.ndarray:
         """The bitset of the tokens of slices ``taken`` (read-only; kept per combination: states take
@@ -233,8 +240,10 @@ class SliceSet:
             tables = cover_tables(c["byte_class"], c["trans"], c["final"], c["nq"], c["nc"], c["start"],
                                   rtn.byte_class, rtn.num_classes)
             shape = (len(self.covers), rtn.num_states)
-            p = plans[id(self)] = _Plan(tables, np.full(shape, -1, dtype=np.int16),
-                                        np.full(shape, UNKNOWN_DEPTH, dtype=np.int32))
+            lower, memo = np.full(shape, -1, dtype=np.int16), np.full(shape, UNKNOWN_DEPTH, dtype=np.int32)
+            head = (rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target, *self._cover_params, *tables,
+                    lower, memo, MAX_PAIRS, *self._slice_params, *self._roots, rtn.byte_class, rtn.final)
+            p = plans[id(self)] = _Plan(tables, lower, memo, head)
         return p
 
     @functools.cached_property
@@ -303,6 +312,8 @@ class _Plan:
     tables: tuple[np.ndarray, ...]
     lower: np.ndarray
     memo: np.ndarray
+    #: the arguments of :func:`._survival.plan_state` after the state, up to its outputs (made once)
+    head: tuple = ()
 
 
 def _cover_dfa(chars, prefix: str = "") -> DFA:
