@@ -184,7 +184,6 @@ class WalkScratch:
         self.step_arrays = (self.arena_state, self.arena_parent, self.out_top, self.out_par, self.work_top,
                             self.work_par, self.info)
 
-
     @property
     def walk_arrays(self) -> tuple[np.ndarray, ...]:
         """The scratch arguments of a trie walk (:func:`._walk.walk_trie`) after the row, in its order."""

@@ -439,7 +439,7 @@ class Converter:
                     from .objects import build_object
 
                     parts.append(build_object(self, nodes))
-        if len(parts) == 2 and parts[0] == _NULL:  # {"type": ["string", "null"], "maxLength": ...}
+        if len(parts) == 2 and parts[0] == _NULL_LITERAL:  # {"type": ["string", "null"], "maxLength": ...}
             return or_null(parts[1]) or alt(*parts)
         return alt(*parts)
 
@@ -880,7 +880,7 @@ class Converter:
         return and_(*items) if len(items) > 1 else base
 
 
-_NULL = lit("null")
+_NULL_LITERAL = lit("null")
 
 
 def _small(e: Expr, budget: int = 12) -> bool:

@@ -8,7 +8,8 @@ a finished character moving to the start of the next layer. :func:`counted_conte
 :class:`~logitgate.grammar.ir.Special` node whose automaton is laid out that way
 (``Special.expand()`` still gives the expression: the reference recognizer and printing use it);
 :func:`string_value` puts the quotes inside the automaton too, so a string value's rule is the
-automaton as built rather than quotes around it for the subset construction to walk again.
+automaton as built rather than quotes around it for the subset construction to walk again, and
+:func:`or_null` the alternative ``null`` (a nullable string: ``{"type": ["string", "null"]}``).
 
     >>> from logitgate.grammar.json_schema.lengths import counted_content
     >>> counted_content(0, 3).args
