@@ -89,6 +89,30 @@ def test_masks_with_slices_equal_whole_trie_walks(compiler, k):
     assert checked >= len(text)
 
 
+def test_a_walk_that_outgrows_its_exit_buffer_walks_again_with_a_larger_one(compiler):
+    """A trie walk records its exit nodes in a scratch buffer; a walk that finds more than fit
+    grows the buffer and walks again (the walk's arguments, made once per scratch, follow the
+    new buffer): the same mask and exits as with room to spare."""
+    from logitgate.engine.masks import WalkScratch
+
+    cg = compiler.compile_grammar(SQL)
+    rt = cg._runtime
+    m = lg.GrammarMatcher(cg)
+    text = b"SELECT name, age FROM users WHERE city = 'Paris x';"
+    grown = 0
+    for i in range(len(text)):
+        for s in {int(x) for x in m._top}:
+            roomy = compute_state_mask(s, cg.rtn, rt.slices, rt.base_row, rt.scratch())
+            tight = WalkScratch(rt.trie.max_depth, rt.num_words)
+            tight.exits = np.empty(1, dtype=np.int32)
+            small = compute_state_mask(s, cg.rtn, rt.slices, rt.base_row, tight)
+            assert _ids(small, rt) == _ids(roomy, rt)
+            assert np.array_equal(small.exits, roomy.exits)
+            grown += roomy.exits.shape[0] > 1
+        assert m.accept_string(text[i:i + 1])
+    assert grown  # (some state has more exits than the tight buffer holds)
+
+
 @pytest.mark.parametrize("max_len", [0, 1, 5, 10, 11, 29, 30, 31, 100])
 def test_survival_depth_of_bounded_strings(compiler, max_len):
     cg = compiler.compile_json_schema({"type": "string", "maxLength": max_len})
