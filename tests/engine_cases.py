@@ -78,6 +78,15 @@ def tags() -> Grammar:
                                   lit("</"), name, lit(">")), lit("<br/>"))})
 
 
+def nullable_counted_string() -> Grammar:
+    """``null`` or a JSON string of 1..4 characters as one automaton built directly
+    (``lengths.or_null``: its bytes ``n``, ``u``, ``l`` and the quote in classes of their own)."""
+    from logitgate.grammar.json_schema.lengths import counted_content, or_null, string_value
+
+    value = or_null(string_value(counted_content(1, 4)))
+    return Grammar({"root": seq(value, repeat(seq(lit(","), value)), lit(";"))})
+
+
 def tail_chains() -> Grammar:
     """Rules only ever read last by their callers: merged into one automaton with the rule that
     reads them (``rtn._tail_merges``) -- a cycle of two (``more``/``more2``), a loop of one."""
@@ -108,6 +117,8 @@ CASES = [
     Case("nullable_mutual", nullable_mutual, ["aab;;", "b;;", ";"]),
     Case("unicode_classes", unicode_classes, ["αβγ 😀!", "ω!"]),
     Case("tags", tags, ["<ab>12<br/><c>3</c></ab>", "<br/>"]),
+    Case("nullable_counted_string", nullable_counted_string,
+         ['"ab",null,"\\u00e9\u00e9nu",null;', 'null;', '"\\"\U0001F600ll";']),
     Case("tail_chains", tail_chains, ["[x,<ab>;([x]),x];", "[];", "[([x,<>]),x];"]),
     Case("many_optional_members", many_optional_members,
          ['{"k1": 1, "k3": 22, "k9": 3, "k12": 4, "k19": 5, "x": true}', '{"k3":0,"k12":1}']),
