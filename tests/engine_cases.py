@@ -87,6 +87,16 @@ def nullable_counted_string() -> Grammar:
     return Grammar({"root": seq(value, repeat(seq(lit(","), value)), lit(";"))})
 
 
+def long_counted_strings() -> Grammar:
+    """Counted strings longer than the vocabulary's longest token (6 bytes): layers far from both
+    bounds share their masks (``RTN.mask_representative``) -- 9..24 characters (layers 0-2 as
+    layer 0, 9-17 as layer 9), and 8 or more (layer 1 as layer 0), each its own rule."""
+    from logitgate.grammar.json_schema.lengths import counted_content, string_value
+
+    return Grammar({"root": seq(Ref("a"), lit(","), Ref("b"), lit(";")),
+                    "a": string_value(counted_content(9, 24)), "b": string_value(counted_content(8, None))})
+
+
 def tail_chains() -> Grammar:
     """Rules only ever read last by their callers: merged into one automaton with the rule that
     reads them (``rtn._tail_merges``) -- a cycle of two (``more``/``more2``), a loop of one."""
@@ -119,6 +129,9 @@ CASES = [
     Case("tags", tags, ["<ab>12<br/><c>3</c></ab>", "<br/>"]),
     Case("nullable_counted_string", nullable_counted_string,
          ['"ab",null,"\\u00e9\u00e9nu",null;', 'null;', '"\\"\U0001F600ll";']),
+    Case("long_counted_strings", long_counted_strings,
+         ['"abcdefghijklmnopqrstuvwx","12345678";', '"\\u00e9\u00e9abc\\n\U0001F600xyz\\"",\"abcdefghijklmnopqrstuvwxyz0123456789\";',
+          '"aaaaaaaaa","\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9";']),
     Case("tail_chains", tail_chains, ["[x,<ab>;([x]),x];", "[];", "[([x,<>]),x];"]),
     Case("many_optional_members", many_optional_members,
          ['{"k1": 1, "k3": 22, "k9": 3, "k12": 4, "k19": 5, "x": true}', '{"k3":0,"k12":1}']),

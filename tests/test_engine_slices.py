@@ -89,6 +89,32 @@ def test_masks_with_slices_equal_whole_trie_walks(compiler, k):
     assert checked >= len(text)
 
 
+def test_layers_of_a_long_counted_string_share_masks_only_where_tokens_cannot_tell_them_apart(compiler):
+    """In ``minLength: 140, maxLength: 420`` a token (at most 128 bytes here) cannot tell layer 5
+    from layer 0 (neither reaches 140 characters) nor layer 200 from layer 140 (both may close,
+    neither reaches 420): those layers share a mask; layers near a bound do not. Every shared
+    mask equals the one computed for the state itself."""
+    cg = compiler.compile_json_schema({"type": "string", "minLength": 140, "maxLength": 420})
+    rtn, rt = cg.rtn, cg._runtime
+    ((rule, (m, count, lo, hi)),) = rtn.layers.items()
+    assert (count, lo, hi) == (420, 140, 420)
+    horizon = rt.trie.max_depth
+    first = int(np.flatnonzero(rtn.rule_of_state == rule)[0])  # (the rule's states are contiguous)
+    assert rtn.local_index[first] == 0
+    shared = 0
+    for k in (0, 5, 11, 12, 139, 140, 200, 291, 292, 300, 419):
+        for q in range(0, m, 7):
+            state = first + k * m + q
+            rep = rtn.mask_representative(state, horizon)
+            expect_k = 0 if k + horizon < lo else lo if lo <= k and hi - k > horizon else k
+            assert rep == first + expect_k * m + q, (k, q)
+            own = compute_state_mask(state, rtn, rt.slices, rt.base_row, rt.scratch())
+            assert _ids(cg.state_mask(state), rt) == _ids(own, rt), (k, q)
+            assert np.array_equal(cg.state_mask(state).exits, own.exits)
+            shared += rep != state
+    assert shared
+
+
 def test_a_walk_that_outgrows_its_exit_buffer_walks_again_with_a_larger_one(compiler):
     """A trie walk records its exit nodes in a scratch buffer; a walk that finds more than fit
     grows the buffer and walks again (the walk's arguments, made once per scratch, follow the

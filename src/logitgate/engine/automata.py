@@ -173,7 +173,7 @@ class DFA:
     def with_calls(self, call_src: np.ndarray, call_rule: np.ndarray, call_dst: np.ndarray) -> DFA:
         """The same tables with other call edges (sorted by source, then rule)."""
         out = DFA(self.byte_class, self.trans, self.final, call_src, call_rule, call_dst, self.start)
-        for fact in ("_table_digest", "_accepts_without_calls", "_named"):  # facts of the tables alone,
+        for fact in ("_table_digest", "_accepts_without_calls", "_named", "_layers"):  # facts of the tables alone,
             # and the cached rule they are (its calls renumbered, not changed)
             if fact in self.__dict__:
                 out.__dict__[fact] = self.__dict__[fact]
@@ -517,12 +517,15 @@ def _special_dfa(expr: Special, max_states: int) -> DFA:
     build = expr.spec.build
     if build is None:
         return standalone_dfa(expr.expand(), None, max_states)
-    byte_class, trans, final, start = build(expr.args, lambda e: minimize(standalone_dfa(e, None, max_states)),
-                                            max_states)
+    byte_class, trans, final, start, *layers = build(
+        expr.args, lambda e: minimize(standalone_dfa(e, None, max_states)), max_states)
     if trans.shape[0] > max_states:
         raise LimitExceededError(f"{expr.kind} automaton exceeds {max_states} states", limit="max_dfa_states")
-    return DFA(np.asarray(byte_class, dtype=np.int32), trans, np.asarray(final, dtype=bool), start=int(start),
-               as_built=True)
+    out = DFA(np.asarray(byte_class, dtype=np.int32), trans, np.asarray(final, dtype=bool), start=int(start),
+              as_built=True)
+    if layers:
+        out.__dict__["_layers"] = layers[0]
+    return out
 
 
 def _empty_dfa() -> DFA:

@@ -112,6 +112,7 @@ class CompiledGrammar:
         self._runtime = runtime
         self._store = store
         self._state_masks: list[StateMask | None] = [None] * rtn.num_states
+        self._reps: dict[int, int] = {}  # state -> the state whose mask it shares (layered rules)
         self._ctx: dict[tuple, Any] = {}
         self._ctx_limit = context_cache_entries
         self._lock = threading.Lock()
@@ -135,10 +136,16 @@ class CompiledGrammar:
 
     # ------------------------------------------------------------------ masks
     def state_mask(self, state: int) -> StateMask:
-        """Context-independent mask of ``state`` (computed once, then cached)."""
+        """Context-independent mask of ``state`` (computed once, then cached; states that accept
+        the same tokens share it, see :meth:`RTN.mask_representative`)."""
         m = self._state_masks[state]
         if m is not None:
             return m
+        if self.rtn.layers:
+            rep = self._representative(state)
+            if rep != state:
+                m = self._state_masks[state] = self.state_mask(rep)
+                return m
         key = (self._runtime.info.fingerprint, *self.rtn.state_key(state))
         m = self._store.get(key)
         if m is None:
@@ -148,11 +155,20 @@ class CompiledGrammar:
         self._state_masks[state] = m
         return m
 
+    def _representative(self, state: int) -> int:
+        rep = self._reps.get(state)
+        if rep is None:
+            rep = self._reps[state] = self.rtn.mask_representative(state, self._runtime.trie.max_depth)
+        return rep
+
     def context_tokens(self, top: int, parent: int, pool) -> np.ndarray:
         """Token ids a context-dependent token resolution adds for stack ``(top, parent)``."""
         # The key is the top and the states of the frames the resolution popped into, ending in
         # ``_BOTTOM_KEY`` when those are the whole stack (popping on past them accepts there,
-        # which a deeper stack with the same states would not).
+        # which a deeper stack with the same states would not). A top that accepts the same tokens
+        # as another resolves as that one does.
+        if self.rtn.layers:
+            top = self._representative(top)
         ps, pp = pool.state, pool.parent
         key: tuple = (top,)
         p = parent

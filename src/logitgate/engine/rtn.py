@@ -78,6 +78,9 @@ class RTN:
     chain_push_ptr: np.ndarray  # int32[num_chains + 1]
     chain_push: np.ndarray  # int32[total pushes]
     stats: dict = field(default_factory=dict)
+    #: per rule index, ``(m, count, lo, hi)`` when its states are layers of a counted repetition
+    #: (a counted string: see :meth:`mask_representative`)
+    layers: dict = field(default_factory=dict)
 
     @property
     def num_states(self) -> int:
@@ -108,6 +111,37 @@ class RTN:
                 self.byte_class, self.trans, self.num_classes, self.final, self.simple, self.dead_end,
                 self.chain_ptr, self.chain_target, self.chain_push_ptr, self.chain_push)
         return cached
+
+    def mask_representative(self, state: int, horizon: int) -> int:
+        """A state that accepts exactly the same strings of at most ``horizon`` bytes as ``state``
+        (``state`` itself unless it is in a layered rule).
+
+        In a counted repetition of ``lo..hi`` items, layer ``k`` (``k`` items read) differs from
+        another only in how many items remain before ``lo`` is reached and before ``hi`` is: no
+        string of ``horizon`` bytes reads more than ``horizon`` items, so layers with both counts
+        beyond ``horizon`` behave alike on tokens (a token has at most ``horizon`` bytes, the
+        tokenizer's longest) -- those before ``lo`` like layer 0, those from ``lo`` like layer ``lo``.
+        Their masks, and the walks that resolve a token's exit against the stack below, are then
+        one: a string bounded by ``maxLength: 1000`` computes the mask of each character state
+        once, not once per character read.
+        """
+        rule = int(self.rule_of_state[state])
+        lay = self.layers.get(rule)
+        if lay is None:
+            return state
+        m, count, lo, hi = lay
+        local = int(self.local_index[state])
+        k, q = divmod(local, m)
+        if k >= count:
+            return state
+        far = hi is None or hi - k > horizon  # (no token reaches hi from here)
+        if far and k + horizon < lo:
+            k = 0
+        elif far and k >= lo:
+            k = lo
+        else:
+            return state
+        return state - local + k * m + q
 
     def state_key(self, state: int) -> tuple[str, int]:
         """Grammar-independent identity of a state: equal keys => equal behaviour as a stack top."""
@@ -563,6 +597,7 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
         raise LimitExceededError(f"grammar has more than {limits.max_chains} call chains", limit="max_chains")
     ncls = int(byte_class.max()) + 1
     rule_hash = _rule_hashes(names, dfas)
+    layers = {i: d.__dict__["_layers"] for i, d in enumerate(dfas) if "_layers" in d.__dict__}
     return RTN(
         rule_names=names,
         rule_start=rule_start,
@@ -581,6 +616,7 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
         chain_push=chain_push,
         stats={"rules": len(names), "states": len(final), "classes": ncls, "chains": len(chain_target),
                "nfa_states": nfa_states},
+        layers=layers,
     )
 
 

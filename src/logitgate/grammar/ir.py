@@ -229,8 +229,11 @@ class SpecialKind:
     whether it holds the empty string; ``lexeme_like`` whether it repeats over most bytes (a string
     body: the engine then gives it its own rule, see :mod:`logitgate.engine.rtn`). ``build(args,
     dfa_of, max_states)``, if given, constructs the automaton directly and returns ``(byte_class,
-    trans, final, start)`` arrays of a trimmed automaton, the same for equal ``args``;
-    ``dfa_of(expr)`` is the engine's DFA of a plain expression, for building blocks.
+    trans, final, start)`` arrays of a trimmed automaton, the same for equal ``args``, and may add
+    a fifth item, ``(m, count, lo, hi)``, when states ``k * m + q`` (``k < count``) are layers of
+    a counted repetition of ``lo..hi`` (``hi`` None: unbounded) items of ``m`` states, layer ``k``
+    having read ``k`` items; ``dfa_of(expr)`` is the engine's DFA of a plain expression, for
+    building blocks.
     """
 
     expand: Callable[[tuple], Expr]

@@ -74,9 +74,11 @@ def _expand(args: tuple) -> Expr:
 
 
 def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -> tuple:
-    """``(byte_class, trans, final, start)`` of ``lo..hi`` characters (``args = (lo, hi)``;
+    """``(byte_class, trans, final, start, layers)`` of ``lo..hi`` characters (``args = (lo, hi)``;
     ``(lo, hi, True)``: between quotes; ``(lo, hi, True, "null")``: that or ``null``), trimmed and
-    minimal by construction.
+    minimal by construction; ``layers = (m, count, lo, hi)`` says states ``k * m + q`` are layer
+    ``k``'s (``k < count``), which lets the engine share masks between layers
+    (:meth:`logitgate.engine.rtn.RTN.mask_representative`).
 
     Layer ``k`` (``k`` characters read) holds the character automaton's states but its final
     one; a byte that finishes a character goes to the next layer's start. Bounded: layers
@@ -126,8 +128,9 @@ def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -
         final[last] = True
     else:
         final[np.arange(lo, hi + 1) * m] = True
+    layout = (m, layers, lo, hi)  # states ``k * m + q``: character state ``q`` of layer ``k``
     if not quoted:
-        return byte_class, table, final, 0
+        return byte_class, table, final, 0, layout
     start, end = count, count + 1
     q = int(byte_class[0x22])
     if (table[final, q] >= 0).any():  # pragma: no cover - a raw quote never starts a character
@@ -140,7 +143,7 @@ def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -
         path = [start, *range(end + 1, end + len(_NULL)), end]
         for i, b in enumerate(_NULL.encode()):
             table[path[i], byte_class[b]] = path[i + 1]
-    return byte_class, table, final, start
+    return byte_class, table, final, start, layout
 
 
 def _own_classes(byte_class: np.ndarray, layer: np.ndarray, data: bytes) -> tuple[np.ndarray, np.ndarray]:
