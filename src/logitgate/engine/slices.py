@@ -174,6 +174,8 @@ class SliceSet:
         key = take.tobytes()
         taken = self._taken.get(key)
         if taken is None:
+            if len(self._taken) >= 256:  # (bounded, as the unions are)
+                self._taken.clear()
             taken = self._taken[key] = tuple(np.flatnonzero(take).tolist())
         return taken, starts[:n], ends[:n]
 
@@ -313,7 +315,7 @@ class _Plan:
     lower: np.ndarray
     memo: np.ndarray
     #: the arguments of :func:`._survival.plan_state` after the state, up to its outputs (made once)
-    head: tuple = ()
+    head: tuple
 
 
 def _cover_dfa(chars, prefix: str = "") -> DFA:

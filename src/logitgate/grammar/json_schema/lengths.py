@@ -106,13 +106,14 @@ def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -
     # one layer, targets relative to its first state (m: the next layer's start; -1: none)
     layer = np.where(targets == f, m, np.where(targets >= 0, where[np.maximum(targets, 0)], -1)).astype(np.int32)
     byte_class = np.asarray(d.byte_class, dtype=np.int32)
-    outside = b'"' + (_NULL.encode() if null else b"")  # bytes read outside the layers
+    extra = 0  # states after the layers' own: start and end, and n, nu, nul
     if quoted:
+        outside = b'"' + (_NULL.encode() if null else b"")  # the bytes read outside the layers
         byte_class, layer = _own_classes(byte_class, layer, outside)
         k = layer.shape[1]
+        extra = 2 + (len(_NULL) - 1 if null else 0)
     layers = hi if hi is not None else lo
     count = layers * m + 1  # the layers, and "hi read" (bounded) or "lo read or more" (unbounded)
-    extra = (2 + len(_NULL) - 1 if null else 2) if quoted else 0  # start, end (and n, nu, nul)
     if count + extra > max_states:
         raise LimitExceededError(f"string of {lo}..{hi} characters exceeds {max_states} automaton states",
                                  limit="max_dfa_states")
