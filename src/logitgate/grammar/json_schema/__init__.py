@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...errors import SchemaError
-from ..ir import Grammar
+from ..ir import NOTHING, Grammar
 from .converter import Converter
 
 __all__ = ["json_schema_grammar"]
@@ -64,8 +64,6 @@ def json_schema_grammar(
         literal_spellings=literal_spellings,
     )
     nodes = cv.nodes_of(root, cv.refs.root_base, "#")
-    from ..ir import NOTHING
-
     body = NOTHING if nodes is None else cv.value(nodes)
     rules = {"root": body}
     rules.update(cv.rules)

@@ -148,10 +148,8 @@ def build_array(cv: Converter, nodes: list[Node]) -> Expr:
             return ev(i)
         k = min(i, plen)
         if k not in nc_nodes_cache:
-            from .converter import Node as _Node
-
             base = en(k)
-            sub = None if base is None else [*base, _Node(cv.synthetic_not(cschema), cnode.base,
+            sub = None if base is None else [*base, type(cnode)(cv.synthetic_not(cschema), cnode.base,
                                                            f"{cnode.ptr}/contains")]
             nc_nodes_cache[k] = cv.child_value(sub)
         return nc_nodes_cache[k]

@@ -16,10 +16,15 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ...errors import LimitExceededError, SchemaError
+from ...errors import GrammarError, LimitExceededError, SchemaError
 from ..ir import EMPTY, NOTHING, Expr, Ref, Special, alt, and_, lit, not_, seq
+from ..regex import regex_expr
 from . import numbers as num
-from .lengths import or_null, string_value
+from .arrays import build_array
+from .disjoint import ANNOTATIONS, KNOWN_KEYWORDS, disjoint
+from .formats import format_expr
+from .lengths import counted_content, or_null, string_value
+from .objects import build_object
 from .refs import RefResolver
 from .strings import encode_chars
 from .values import Lexer, json_key, to_fraction
@@ -175,13 +180,6 @@ class Converter:
             raise SchemaError("pattern must be a string", keyword=keyword, pointer=pointer)
         if pattern in self._regex_cache:
             return self._regex_cache[pattern]
-        try:
-            from ..regex import regex_expr
-        except ImportError:
-            self.fail("regular expressions are not available (logitgate.grammar.regex missing)", keyword, pointer)
-            return None
-        from ...errors import GrammarError
-
         try:
             e = regex_expr(pattern, search=True, encode_chars=encode_chars)
         except GrammarError as exc:
@@ -431,14 +429,7 @@ class Converter:
             if kind in types:
                 if any(json_key(v)[0] == tag for v in neg.values):
                     self.fail(f"'not' of a fixed {kind} value cannot be enforced exactly", "not", nodes[0].ptr)
-                if kind == "array":
-                    from .arrays import build_array
-
-                    parts.append(build_array(self, nodes))
-                else:
-                    from .objects import build_object
-
-                    parts.append(build_object(self, nodes))
+                parts.append(build_array(self, nodes) if kind == "array" else build_object(self, nodes))
         if len(parts) == 2 and parts[0] == _NULL_LITERAL:  # {"type": ["string", "null"], "maxLength": ...}
             return or_null(parts[1]) or alt(*parts)
         return alt(*parts)
@@ -512,8 +503,6 @@ class Converter:
 
     def one_of(self, alts: list[list[Node]], n: Node, raws: list[Any]) -> Expr:
         """Exactly one branch: disjoint branches directly, else per JSON type where exact."""
-        from .disjoint import disjoint
-
         def all_disjoint(bs: list[list[Node]]) -> bool:
             return all(disjoint(self, bs[i], bs[j]) for i in range(len(bs)) for j in range(i + 1, len(bs)))
 
@@ -593,8 +582,6 @@ class Converter:
     def _plain(self, nodes: list[Node], t: str) -> bool:
         """Only type/numeric/string keywords, for a number or string type ``t`` (so the per-type
         language is a formula or regular); object and array keywords say nothing about ``t``."""
-        from .disjoint import ANNOTATIONS
-
         allowed = ANNOTATIONS | _NUM_KWS | _STR_KWS | _STRUCTURE_KWS | {"type", "$ref", "allOf"}
         for nd in nodes:
             for k in nd.schema:
@@ -637,8 +624,6 @@ class Converter:
         nodes = self.nodes_of(schema, base, ptr)
         if nodes is None:
             return Negation(set(), [])
-        from .disjoint import ANNOTATIONS
-
         allowed = ANNOTATIONS | _NUM_KWS | _STR_KWS | {"type", "const", "enum", "$ref", "allOf"}
         bad = [k for nd in nodes for k in nd.schema if k not in allowed and _is_keyword(k)
                and k not in self.ignore and k not in nd.consumed]
@@ -670,8 +655,6 @@ class Converter:
 
     def de_morgan(self, key_schema: Any, nodes: list[Node], keyword: str, ptr: str) -> Any:
         """A schema for the complement of the conjunction ``nodes``, keyword group by group."""
-        from .disjoint import ANNOTATIONS
-
         k = ("neg", id(key_schema))
         if k in self._synthetic:
             return self._synthetic[k]
@@ -839,9 +822,6 @@ class Converter:
     def string_content(self, nodes: list[Node], excluded: list[str] | None = None,
                        excluded_contents: list | None = None) -> Expr | None:
         """Regular language of the JSON string content (between the quotes) allowed by ``nodes``."""
-        from .formats import format_expr
-        from .lengths import counted_content
-
         lo, hi = 0, None
         parts: list[Expr] = []
         patterns_only = True  # every part a pattern (made of encoded characters: string content)
@@ -904,14 +884,10 @@ def _standard_metaschema(uri: Any) -> bool:
 
 
 def _only(schema: dict, kw: str) -> bool:
-    from .disjoint import ANNOTATIONS
-
     return kw in schema and all(k == kw or k in ANNOTATIONS or not _is_keyword(k) for k in schema)
 
 
 def _is_keyword(k: str) -> bool:
-    from .disjoint import KNOWN_KEYWORDS
-
     return k in KNOWN_KEYWORDS
 
 

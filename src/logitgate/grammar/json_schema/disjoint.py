@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
+
+from .values import json_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from .converter import Converter, Node
@@ -50,8 +53,6 @@ def _prop_values(cv: Converter, nodes: list[Node], name: str) -> list[Any] | Non
 
 def _forbids(cv: Converter, nodes: list[Node], name: str) -> bool:
     """Some node makes property ``name`` impossible (``false`` schema, or no declared/pattern slot)."""
-    import re
-
     for n in nodes:
         s = n.schema
         props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
@@ -73,8 +74,6 @@ def _forbids(cv: Converter, nodes: list[Node], name: str) -> bool:
 
 def disjoint(cv: Converter, a: list[Node], b: list[Node]) -> bool:
     """True only if no JSON value satisfies both conjunctions (False: unknown or overlapping)."""
-    from .values import json_key
-
     for x, y in ((a, b), (b, a)):
         fx = cv.finite_values(x)
         if fx is not None:

@@ -38,7 +38,7 @@ from typing import Union
 
 from ...errors import LimitExceededError
 from ..graphs import strongly_connected_components
-from ..ir import EMPTY, Expr, Ref, Seq, alt, byteset, lit, repeat, seq
+from ..ir import EMPTY, NOTHING, Expr, Ref, Seq, alt, byteset, lit, repeat, seq
 
 __all__ = [
     "FALSE",
@@ -625,8 +625,6 @@ def _alt_right_factored(outs: list[Expr]) -> Expr:
 def _emit(d: _DFA, rule_prefix: str) -> tuple[Expr, dict[str, Expr]]:
     n = len(d.trans)
     if not any(d.final):
-        from ..ir import NOTHING
-
         return NOTHING, {}
     comp = _sccs(d)
     size: dict[int, int] = {}

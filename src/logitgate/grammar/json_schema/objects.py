@@ -64,9 +64,7 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
             v = _nonneg(s["maxProperties"], "maxProperties", n.ptr)
             max_p = v if max_p is None else min(max_p, v)
         if "propertyNames" in s and "propertyNames" not in ign:
-            pn = s["propertyNames"]
             pnames.append(n)
-            _ = pn
     for r in required:
         if r not in names:
             names.append(r)
@@ -89,9 +87,7 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
             if not matched and addl is not None:
                 ok = ok and cv.expand(addl, n.base, f"{n.ptr}/additionalProperties", sub)
         for n in pnames:
-            from .converter import Node as _Node
-
-            if not cv.validates(k, _Node(n.schema["propertyNames"], n.base, f"{n.ptr}/propertyNames")):
+            if not cv.validates(k, type(n)(n.schema["propertyNames"], n.base, f"{n.ptr}/propertyNames")):
                 ok = False
         is_req = k in required
         if not ok:
@@ -238,8 +234,6 @@ def _extra_member(cv: Converter, comps: list, names: list[str], pnames: list[Nod
         )
     key_base: list[Expr] = [string_content_except(names)]
     for n in pnames:
-        from .converter import Node as _Node
-
         sub = cv.nodes_of(n.schema["propertyNames"], n.base, f"{n.ptr}/propertyNames")
         if sub is None:
             return None
@@ -247,7 +241,6 @@ def _extra_member(cv: Converter, comps: list, names: list[str], pnames: list[Nod
         if content is None:
             return None
         key_base.append(content)
-        _ = _Node
     regexes: list[Expr | None] = []
     for p, ptr in patterns:
         regexes.append(cv.regex(p, "patternProperties", ptr))

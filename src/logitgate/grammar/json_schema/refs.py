@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 from urllib.parse import urljoin
 
@@ -25,20 +26,28 @@ def draft_of(schema: Any) -> str:
     return "draft2020-12"
 
 
+@cache
+def _referencing() -> Any:
+    """The ``referencing`` package (the ``schema`` extra), imported once, on first use."""
+    import referencing
+    import referencing.exceptions
+    import referencing.jsonschema
+
+    return referencing
+
+
 class RefResolver:
     """Resolves references relative to a base URI inside one root schema document."""
 
     def __init__(self, root: Any):
-        from referencing import Resource
-        from referencing.jsonschema import DRAFT4, DRAFT6, DRAFT7, DRAFT201909, DRAFT202012
-
+        ref = _referencing()
+        drafts = ref.jsonschema
         self.draft = draft_of(root)
-        spec = {"draft4": DRAFT4, "draft6": DRAFT6, "draft7": DRAFT7, "draft2019-09": DRAFT201909}.get(
-            self.draft, DRAFT202012
-        )
+        spec = {"draft4": drafts.DRAFT4, "draft6": drafts.DRAFT6, "draft7": drafts.DRAFT7,
+                "draft2019-09": drafts.DRAFT201909}.get(self.draft, drafts.DRAFT202012)
         self.spec = spec
         try:
-            self._resource = Resource.from_contents(root, default_specification=spec)
+            self._resource = ref.Resource.from_contents(root, default_specification=spec)
             self.root_base = self._resource.id() or ""
         except Exception as exc:  # malformed ids and the like
             raise SchemaError(f"cannot index schema: {exc}", keyword="$id") from exc
@@ -49,10 +58,8 @@ class RefResolver:
         """The schema's resources (every ``$id`` and anchor), indexed on first use: most schemas
         have no ``$ref``, and crawling a document costs about as much as converting a small one."""
         if self._registry is None:
-            from referencing import Registry
-
             try:
-                registry = Registry().with_resource(self.root_base, self._resource)
+                registry = _referencing().Registry().with_resource(self.root_base, self._resource)
                 if self.root_base:
                     registry = registry.with_resource("", self._resource)
                 self._registry = registry.crawl()
@@ -70,13 +77,11 @@ class RefResolver:
 
     def resolve(self, ref: str, base: str, pointer: str) -> tuple[Any, str]:
         """``(target schema, its base URI)``; unknown or remote targets raise SchemaError."""
-        from referencing.exceptions import Unresolvable
-
         if not isinstance(ref, str):
             raise SchemaError("$ref must be a string", keyword="$ref", pointer=pointer)
         try:
             resolved = self.registry.resolver(base_uri=base).lookup(ref)
-        except Unresolvable as exc:
+        except _referencing().exceptions.Unresolvable as exc:
             raise SchemaError(f"cannot resolve $ref {ref!r}: {exc}", keyword="$ref", pointer=pointer) from exc
         except Exception as exc:  # pragma: no cover - defensive (odd URIs)
             raise SchemaError(f"cannot resolve $ref {ref!r}: {exc}", keyword="$ref", pointer=pointer) from exc

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import SchemaError
 from ..ir import EMPTY, Expr, Ref, alt, byteset, lit, repeat, seq
-from .numbers import Range, number_expr
+from .numbers import TRUE, Range, number_expr
 from .strings import any_string_content, encode_chars, string_literal
 
 __all__ = ["Lexer", "json_equal", "json_key", "to_fraction"]
@@ -179,7 +179,7 @@ class Lexer:
         ws = self.ws
         v = Ref(f"{prefix}.value")
         string = seq(lit('"'), any_string_content(), lit('"'))
-        number, nrules = number_expr(_TRUE_FORMULA(), rule_prefix=f"{prefix}.num")
+        number, nrules = number_expr(TRUE, rule_prefix=f"{prefix}.num")
         member = seq(string, ws, lit(":"), ws, v)
         obj = seq(lit("{"), ws, alt(EMPTY, seq(member, repeat(seq(ws, lit(","), ws, member)), ws)), lit("}"))
         arr = seq(lit("["), ws, alt(EMPTY, seq(v, repeat(seq(ws, lit(","), ws, v)), ws)), lit("]"))
@@ -200,10 +200,6 @@ class Lexer:
 _ANY_VALUE_RULES: dict[tuple, tuple[Expr, dict[str, Expr]]] = {}
 
 
-def _TRUE_FORMULA():
-    from .numbers import TRUE
-
-    return TRUE
 
 
 def any_char_expr() -> Expr:
