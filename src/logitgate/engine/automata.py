@@ -163,10 +163,13 @@ class DFA:
         once per table and carried by :meth:`with_calls` copies."""
         cached = self.__dict__.get("_table_digest")
         if cached is None:
-            h = hashlib.sha256(np.int64(self.num_states).tobytes())
-            h.update(self.byte_class.astype(np.int32).tobytes())
-            h.update(np.ascontiguousarray(self.trans).tobytes())
-            h.update(self.final.tobytes())
+            # (hashed in the narrowest type that holds every target: the state count fixes it)
+            n = self.num_states
+            narrow = np.int8 if n < 128 else np.int16 if n < 32768 else np.int32
+            h = hashlib.sha256(np.int64(n).tobytes())
+            h.update(self.byte_class.astype(np.uint8))  # (at most 256 classes)
+            h.update(self.trans.astype(narrow))
+            h.update(self.final.astype(np.uint8))
             cached = self.__dict__["_table_digest"] = h.digest()
         return cached
 
