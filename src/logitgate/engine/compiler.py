@@ -18,10 +18,12 @@ Example::
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -82,6 +84,36 @@ class TokenRuntime:
 
     def token_data(self, token_id: int) -> np.ndarray:
         return self.tok_data[self.tok_off[token_id] : self.tok_off[token_id + 1]]
+
+
+_GC_LOCK = threading.Lock()
+_gc_pauses = 0  # compiles under way with the collector paused
+_gc_resume = False  # whether the first of them found the collector enabled
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a grammar compiles (nested and concurrent
+    compiles share one pause; the collector is enabled again only if it was enabled before).
+
+    A compile allocates tens of thousands of small containers (IR nodes, tuples, dicts) that stay
+    alive until it returns; a collection during it would only walk them, and every older object
+    they point to, again and again. That walk is most of what a compile pays when its memory has
+    gone cold (another process ran in between).
+    """
+    global _gc_pauses, _gc_resume
+    with _GC_LOCK:
+        if _gc_pauses == 0:
+            _gc_resume = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_resume:
+                gc.enable()
 
 
 _RUNTIMES: weakref.WeakValueDictionary[str, TokenRuntime] = weakref.WeakValueDictionary()
@@ -209,6 +241,8 @@ class GrammarCompiler:
         max_threads: default thread count for batch mask filling.
         limits: automaton size limits (:class:`logitgate.engine.rtn.CompileLimits`).
         cache_enabled: keep compiled grammars keyed by their input.
+        pause_gc: pause Python's cyclic garbage collector while a grammar compiles (it is enabled
+            again afterwards if it was enabled before; see :func:`_collector_paused`).
     """
 
     def __init__(
@@ -219,11 +253,13 @@ class GrammarCompiler:
         max_threads: int = 8,
         limits: CompileLimits | None = None,
         cache_enabled: bool = True,
+        pause_gc: bool = True,
     ):
         self.tokenizer_info = tokenizer_info
         self.max_threads = int(max_threads)
         self.limits = limits or CompileLimits()
         self.cache_enabled = cache_enabled
+        self.pause_gc = pause_gc
         self._runtime = _shared_runtime(tokenizer_info)
         self._store = MaskStore(cache_limit_bytes)
         self._by_input: dict[tuple, CompiledGrammar] = {}
@@ -345,7 +381,11 @@ class GrammarCompiler:
                 hit = self._by_input.get(key)
             if hit is not None:
                 return hit
-        cg = self._compile(make())
+        if self.pause_gc:
+            with _collector_paused():
+                cg = self._compile(make())
+        else:
+            cg = self._compile(make())
         if self.cache_enabled:
             with self._lock:
                 self._by_input.setdefault(key, cg)
