@@ -334,9 +334,11 @@ def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_cla
     (row ``K`` holds the totals)."""
     nk = c_start.shape[0]
     off = np.zeros((nk + 1, 6), dtype=np.int64)
-    for k in range(nk):  # sizes
-        ep, et, _, ecp, ec, fc, bd = cover_edges(c_byte_class[k], c_trans[k, :c_nq[k], :c_nc[k]], c_final[k, :c_nq[k]],
-                                                 c_start[k], g_byte_class, g_ncls)
+    parts = []  # (each cover's edges, made once)
+    for k in range(nk):
+        ep, et, ef, ecp, ec, fc, bd = cover_edges(c_byte_class[k], c_trans[k, :c_nq[k], :c_nc[k]],
+                                                  c_final[k, :c_nq[k]], c_start[k], g_byte_class, g_ncls)
+        parts.append((ep, et, ef, ecp, ec, fc, bd))
         off[k + 1, T_PTR] = off[k, T_PTR] + ep.shape[0]
         off[k + 1, T_EDGE] = off[k, T_EDGE] + et.shape[0]
         off[k + 1, T_CLS_PTR] = off[k, T_CLS_PTR] + ecp.shape[0]
@@ -351,8 +353,7 @@ def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_cla
     first = np.empty(off[nk, T_FIRST], dtype=np.int64)
     boundary = np.empty(off[nk, T_STATE], dtype=np.uint8)
     for k in range(nk):
-        ep, et, ef, ecp, ec, fc, bd = cover_edges(c_byte_class[k], c_trans[k, :c_nq[k], :c_nc[k]],
-                                                  c_final[k, :c_nq[k]], c_start[k], g_byte_class, g_ncls)
+        ep, et, ef, ecp, ec, fc, bd = parts[k]
         edge_ptr[off[k, T_PTR]:off[k + 1, T_PTR]] = ep
         edge_to[off[k, T_EDGE]:off[k + 1, T_EDGE]] = et
         edge_final[off[k, T_EDGE]:off[k + 1, T_EDGE]] = ef
