@@ -98,8 +98,7 @@ def _collector_paused() -> Iterator[None]:
 
     A compile allocates tens of thousands of small containers (IR nodes, tuples, dicts) that stay
     alive until it returns; a collection during it would only walk them, and every older object
-    they point to, again and again. That walk is most of what a compile pays when its memory has
-    gone cold (another process ran in between).
+    they point to, again and again -- through memory gone cold when other work ran in between.
     """
     global _gc_pauses, _gc_resume
     with _GC_LOCK:

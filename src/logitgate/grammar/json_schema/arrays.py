@@ -148,9 +148,9 @@ def build_array(cv: Converter, nodes: list[Node]) -> Expr:
             return ev(i)
         k = min(i, plen)
         if k not in nc_nodes_cache:
-            base = en(k)
+            base = en(k)  # (a Node made by its own class: the converter module imports this one)
             sub = None if base is None else [*base, type(cnode)(cv.synthetic_not(cschema), cnode.base,
-                                                           f"{cnode.ptr}/contains")]
+                                                                f"{cnode.ptr}/contains")]
             nc_nodes_cache[k] = cv.child_value(sub)
         return nc_nodes_cache[k]
 

@@ -86,7 +86,7 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
                     matched = True
             if not matched and addl is not None:
                 ok = ok and cv.expand(addl, n.base, f"{n.ptr}/additionalProperties", sub)
-        for n in pnames:
+        for n in pnames:  # (a Node made by its own class: the converter module imports this one)
             if not cv.validates(k, type(n)(n.schema["propertyNames"], n.base, f"{n.ptr}/propertyNames")):
                 ok = False
         is_req = k in required
