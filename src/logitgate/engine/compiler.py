@@ -23,7 +23,7 @@ import json
 import threading
 import weakref
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -380,10 +380,7 @@ class GrammarCompiler:
                 hit = self._by_input.get(key)
             if hit is not None:
                 return hit
-        if self.pause_gc:
-            with _collector_paused():
-                cg = self._compile(make())
-        else:
+        with _collector_paused() if self.pause_gc else nullcontext():
             cg = self._compile(make())
         if self.cache_enabled:
             with self._lock:

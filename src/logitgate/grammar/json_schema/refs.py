@@ -40,14 +40,14 @@ class RefResolver:
     """Resolves references relative to a base URI inside one root schema document."""
 
     def __init__(self, root: Any):
-        ref = _referencing()
-        drafts = ref.jsonschema
+        lib = _referencing()
+        drafts = lib.jsonschema
         self.draft = draft_of(root)
         spec = {"draft4": drafts.DRAFT4, "draft6": drafts.DRAFT6, "draft7": drafts.DRAFT7,
                 "draft2019-09": drafts.DRAFT201909}.get(self.draft, drafts.DRAFT202012)
         self.spec = spec
         try:
-            self._resource = ref.Resource.from_contents(root, default_specification=spec)
+            self._resource = lib.Resource.from_contents(root, default_specification=spec)
             self.root_base = self._resource.id() or ""
         except Exception as exc:  # malformed ids and the like
             raise SchemaError(f"cannot index schema: {exc}", keyword="$id") from exc
