@@ -115,3 +115,24 @@ def test_context_cache_tells_the_stack_bottom_from_deeper_frames(ebnf, text) -> 
             assert (i in allowed) == reference.prefix_ok(grammar, prefix + info.token_bytes[i]), (prefix, i)
         assert m.accept_string(bytes([ch]))
         prefix += bytes([ch])
+
+
+def test_a_resolution_that_finds_nothing_still_depends_on_the_frames_it_read() -> None:
+    """A context resolution that accepts nothing still depends on every frame it popped through to
+    learn that: a stack that differs only below a final frame must be resolved again, not served
+    the cached "nothing"."""
+    from logitgate import Grammar, TokenizerInfo
+
+    # after ``"<" e`` the caller of ``e`` is final (``"!"`` is optional) but not a tail call: a frame
+    grammar = Grammar.from_ebnf('root ::= "x" e "2" | "y" e "1"\ne ::= "<" e "!"? | "(" e ")" | "ab"')
+    # "b1" is the only token that leaves ``e`` after "a": its exit is the byte "1"
+    vocab = [bytes([c]) for c in b"xy<()!ab12"] + [b"b1", b"</s>"]
+    info = TokenizerInfo(vocab, special_token_ids=[len(vocab) - 1], eos_token_id=len(vocab) - 1)
+    compiled = GrammarCompiler(info).compile_grammar(grammar)
+    bm = allocate_token_bitmask(1, info.vocab_size)
+    for text, b1_allowed in (("x<a", False), ("y<a", True), ("x<a", False)):
+        m = GrammarMatcher(compiled)  # (one compiled grammar: its context cache is shared)
+        assert m.accept_string(text)
+        m.fill_next_token_bitmask(bm)
+        allowed = set(bitmask_to_ids(bm[0], info.vocab_size).tolist())
+        assert (vocab.index(b"b1") in allowed) == b1_allowed == reference.prefix_ok(grammar, text.encode() + b"b1")
