@@ -1,0 +1,47 @@
+"""``GrammarCompiler.warm_up``: start-up work that changes no result and caches nothing a user asked for."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine_cases import small_vocab
+from logitgate import GrammarCompiler, GrammarMatcher, allocate_token_bitmask
+from logitgate.engine.compiler import WARM_UP_ROUNDS
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}},
+          "required": ["name"]}
+TEXT = '{"name": "Ab", "n": 12}'
+
+
+@pytest.fixture(scope="module")
+def info():
+    return small_vocab([TEXT, '{"name0": "Ab c", "count0": 12, "score0": -1500.0}', "(n1+n1)-n1", "abc2@x.com"])
+
+
+def _masks(compiler: GrammarCompiler, info) -> list[np.ndarray]:
+    m = GrammarMatcher(compiler.compile_json_schema(SCHEMA))
+    bm = allocate_token_bitmask(1, info.vocab_size)
+    out = []
+    for ch in TEXT:
+        m.fill_next_token_bitmask(bm)
+        out.append(bm[0].copy())
+        assert m.accept_string(ch)
+    m.fill_next_token_bitmask(bm)
+    return [*out, bm[0].copy()]
+
+
+def test_warm_up_walks_every_text_to_its_end(info) -> None:
+    """Each round compiles three grammars and walks a text of each to an accepting state (were a
+    text refused, the warm-up would stop short and warm less than it says)."""
+    compiler = GrammarCompiler(info)
+    assert compiler._warm_paths(2) == 6
+    assert compiler.warm_up() is compiler
+    assert WARM_UP_ROUNDS >= 8  # (CPython 3.11 specializes a function's bytecode after eight calls)
+
+
+def test_warm_up_caches_no_grammar_and_changes_no_mask(info) -> None:
+    cold, warm = GrammarCompiler(info), GrammarCompiler(info).warm_up()
+    assert not warm._by_input  # (nothing a user asked for is cached)
+    for a, b in zip(_masks(cold, info), _masks(warm, info), strict=True):
+        assert np.array_equal(a, b)
