@@ -324,14 +324,21 @@ class GrammarCompiler:
         done = 0
         for i in range(rounds):
             value = {f"name{i}": "Ab c", f"count{i}": 12, f"score{i}": -1.5e3, f"ok{i}": True,
-                     f"tags{i}": ["x"], f"kind{i}": i, f"sub{i}": {"x": 1}}
+                     f"tags{i}": ["x"], f"kind{i}": i, f"sub{i}": {"x": 1}, f"day{i}": "2024-01-02",
+                     f"maybe{i}": None, f"tree{i}": {"v": 1, "kids": [{"v": 2, "kids": []}]}}
             types = {f"name{i}": {"type": "string"}, f"count{i}": {"type": "integer"},
                      f"score{i}": {"type": "number"}, f"ok{i}": {"type": "boolean"},
                      f"tags{i}": {"type": "array", "items": {"type": "string"}}, f"kind{i}": {"enum": ["a", i]},
-                     f"sub{i}": {"type": "object", "properties": {"x": {"type": "integer"}}}}
+                     f"sub{i}": {"type": "object", "properties": {"x": {"type": "integer"}}},
+                     f"day{i}": {"type": "string", "format": "date"},
+                     f"maybe{i}": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+                     f"tree{i}": {"$ref": "#/$defs/node"}}
+            node = {"type": "object", "properties": {"v": {"type": "integer"},
+                                                     "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                    "required": ["v"], "additionalProperties": False}
+            schema = {"type": "object", "properties": types, "required": [f"name{i}"], "$defs": {"node": node}}
             work = (
-                (Grammar.from_json_schema({"type": "object", "properties": types, "required": [f"name{i}"]}),
-                 json.dumps(value)),
+                (Grammar.from_json_schema(schema), json.dumps(value)),
                 (Grammar.from_ebnf(f'root ::= term (("+" | "-") term)*\nterm ::= "n{i}" | "(" root ")"'),
                  f"(n{i}+n{i})-n{i}"),
                 (Grammar.from_regex(rf"[a-z]+{i}@[a-z]+\.(com|org)"), f"abc{i}@x.com"),
