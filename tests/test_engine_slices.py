@@ -336,3 +336,45 @@ def test_open_buckets_of_short_tokens_are_bounded_by_their_longest(compiler):
         (state,) = {int(x) for x in m._top}
         taken, _, _ = slices.walk_plan(state, cg.rtn)
         assert (slices.slices.index(lower) in taken) == (room >= longest), room
+
+
+def test_a_mask_is_a_list_of_ids_only_while_the_list_is_short_and_writes_the_same_either_way(compiler):
+    """A state's token set is kept as accepted or rejected ids only while there are at most a quarter
+    as many ids as bitset words (a long list is slower to write than a bitset is to copy); written
+    over a row or OR-ed into one, every form gives the row of its accepted tokens."""
+    rt = compiler._runtime
+    short = rt.num_words // 4
+    rng = np.random.default_rng(3)
+    kinds = set()
+    for schema in SCHEMAS[2:4] + SCHEMAS[6:9]:
+        cg = compiler.compile_json_schema(schema)
+        for s in range(cg.rtn.num_states):
+            sm = cg.state_mask(s)
+            kinds.add(sm.kind)
+            if sm.kind != 0:  # (0: a bitset)
+                assert sm.data.shape[0] <= short, (schema, s)
+            over = rng.integers(-2**31, 2**31, rt.num_words, dtype=np.int64).astype(np.int32)
+            sm.write(over, True, rt.base_row)
+            assert int(np.unpackbits(over.view(np.uint8)).sum()) == sm.count, (schema, s)
+            assert not (over & ~rt.base_row).any()  # (only tokens of the trie)
+            noise = rng.integers(-2**31, 2**31, rt.num_words, dtype=np.int64).astype(np.int32)
+            ored = noise.copy()
+            sm.write(ored, False, rt.base_row)
+            assert np.array_equal(ored, noise | over), (schema, s)
+    assert kinds == {0, 1}  # (llama3's string states reject more ids than a quarter of its words)
+    # the three forms of one random set (rejected ids, as a Qwen2.5 string state keeps them, included)
+    from logitgate.engine.masks import _NO_EXITS, StateMask, TokenSetKind
+
+    trie_ids = rt.trie.tok_ids
+    accepted = np.sort(rng.choice(trie_ids, size=trie_ids.shape[0] - 50, replace=False)).astype(np.int32)
+    bitset = np.zeros(rt.num_words, dtype=np.int32)
+    np.bitwise_or.at(bitset.view(np.uint32), accepted >> 5, np.uint32(1) << (accepted & 31).astype(np.uint32))
+    rejected = np.setdiff1d(trie_ids, accepted).astype(np.int32)
+    for kind, data in ((TokenSetKind.ACCEPTED, accepted), (TokenSetKind.REJECTED, rejected),
+                       (TokenSetKind.BITSET, bitset)):
+        sm = StateMask(kind, data, _NO_EXITS, accepted.shape[0])
+        for overwrite in (True, False):
+            noise = rng.integers(-2**31, 2**31, rt.num_words, dtype=np.int64).astype(np.int32)
+            row = noise.copy()
+            sm.write(row, overwrite, rt.base_row)
+            assert np.array_equal(row, bitset if overwrite else noise | bitset), (kind, overwrite)
