@@ -446,6 +446,24 @@ def advance_persist(
 
 
 @njit(nogil=True, cache=True)
+def advance_packed(cfg_top, cfg_par, n_cfg, data, pack, pool, n_pool, scratch, arena_cap, config_cap, info):
+    """:func:`advance_persist` with its arrays passed as three: ``pack`` (the automaton's step
+    arrays, see :attr:`logitgate.engine.rtn.RTN.step_pack`), ``pool`` (frame states, parents and
+    depths as its rows) and ``scratch`` (arena states and parents, ``arena_cap`` each, the output
+    configuration, ``config_cap`` each, and the work lists, six times that each, end to end)."""
+    a, c = arena_cap, config_cap
+    return advance_persist(
+        cfg_top, cfg_par, n_cfg, data,
+        pack[pack[0]:pack[1]], pack[pack[1]:pack[2]], pack[10], pack[pack[2]:pack[3]], pack[pack[3]:pack[4]],
+        pack[pack[4]:pack[5]], pack[pack[5]:pack[6]], pack[pack[6]:pack[7]], pack[pack[7]:pack[8]],
+        pack[pack[8]:pack[9]],
+        pool[0], pool[1], pool[2], n_pool, scratch[:a], scratch[a:2 * a], scratch[2 * a:2 * a + c],
+        scratch[2 * a + c:2 * a + 2 * c], scratch[2 * a + 2 * c:2 * a + 8 * c], scratch[2 * a + 8 * c:2 * a + 14 * c],
+        info,
+    )
+
+
+@njit(nogil=True, cache=True)
 def set_bits(row, ids):
     for k in range(ids.shape[0]):
         t = ids[k]

@@ -169,21 +169,23 @@ class WalkScratch:
         self.cstart = np.empty(depth, dtype=np.int64)
         self.cend = np.empty(depth, dtype=np.int64)
         self.atop = np.empty(depth, dtype=np.int64)
-        self.arena_state = np.empty(ARENA_CAP, dtype=np.int32)
-        self.arena_parent = np.empty(ARENA_CAP, dtype=np.int32)
-        self.work_top = np.empty(CONFIG_CAP * 6, dtype=np.int32)
-        self.work_par = np.empty(CONFIG_CAP * 6, dtype=np.int32)
-        self.out_top = np.empty(CONFIG_CAP, dtype=np.int32)
-        self.out_par = np.empty(CONFIG_CAP, dtype=np.int32)
+        # a parser step's buffers, end to end in one array (the layout :func:`._walk.advance_packed` reads)
+        a, c = ARENA_CAP, CONFIG_CAP
+        self.step_block = np.empty(2 * a + 14 * c, dtype=np.int32)
+        self.arena_state = self.step_block[:a]
+        self.arena_parent = self.step_block[a:2 * a]
+        self.out_top = self.step_block[2 * a:2 * a + c]
+        self.out_par = self.step_block[2 * a + c:2 * a + 2 * c]
+        self.work_top = self.step_block[2 * a + 2 * c:2 * a + 8 * c]
+        self.work_par = self.step_block[2 * a + 8 * c:2 * a + 14 * c]
         self.info = np.zeros(5, dtype=np.int64)
         self.row = np.zeros(num_words, dtype=np.int32)
         self.ids = np.empty(num_words, dtype=np.int32)  # a sparse row's token ids
         self.exits = np.empty(4096, dtype=np.int32)
         self._plans: dict[int, tuple] = {}  # walk-plan buffers per slice set (id: the set, held)
         self._walk_arrays: tuple[np.ndarray, ...] | None = None
-        #: the scratch arguments of a parser step (:func:`._walk.advance_persist`), in its order
-        self.step_arrays = (self.arena_state, self.arena_parent, self.out_top, self.out_par, self.work_top,
-                            self.work_par, self.info)
+        #: the scratch arguments of a parser step (:func:`._walk.advance_packed`), in its order
+        self.step_args = (self.step_block, a, c, self.info)
 
     @property
     def walk_arrays(self) -> tuple[np.ndarray, ...]:

@@ -40,26 +40,26 @@ class FramePool:
     """Append-only frame storage shared by a matcher and its forks."""
 
     def __init__(self, capacity: int = 1024):
-        self.state = np.empty(capacity, dtype=np.int32)
-        self.parent = np.empty(capacity, dtype=np.int32)
-        self.depth = np.empty(capacity, dtype=np.int32)
         self.size = 0
         self.lock = threading.Lock()
-        self.arrays = (self.state, self.parent, self.depth)  # (a parser step's arguments, in order)
+        self._use(np.empty((3, capacity), dtype=np.int32))
+
+    def _use(self, block: np.ndarray) -> None:
+        #: frame states, parents and depths as the rows of one array (one argument of a parser step)
+        self.block = block
+        self.state, self.parent, self.depth = block
+        self.arrays = (self.state, self.parent, self.depth)  # (a trie walk's arguments, in order)
 
     def reserve(self, extra: int) -> None:
         need = self.size + extra
-        cap = self.state.shape[0]
+        cap = self.block.shape[1]
         if need <= cap:
             return
         while cap < need:
             cap *= 2
-        for name in ("state", "parent", "depth"):
-            old = getattr(self, name)
-            new = np.empty(cap, dtype=old.dtype)
-            new[: self.size] = old[: self.size]
-            setattr(self, name, new)
-        self.arrays = (self.state, self.parent, self.depth)
+        block = np.empty((3, cap), dtype=np.int32)
+        block[:, : self.size] = self.block[:, : self.size]
+        self._use(block)
 
 
 class _State:
@@ -179,8 +179,8 @@ class GrammarMatcher:
         info = sc.info
         info[2] = 0
         with pool.lock:
-            n = _walk.advance_persist(self._top, self._par, self._top.shape[0], data, *self._rtn.step_arrays,
-                                      *pool.arrays, pool.size, *sc.step_arrays)
+            n = _walk.advance_packed(self._top, self._par, self._top.shape[0], data, self._rtn.step_pack,
+                                     pool.block, pool.size, *sc.step_args)
             if n == 0:
                 if info[2] > 0:
                     _raise_walk_error(int(info[2]))

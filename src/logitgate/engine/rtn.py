@@ -112,6 +112,24 @@ class RTN:
                 self.chain_ptr, self.chain_target, self.chain_push_ptr, self.chain_push)
         return cached
 
+    @property
+    def step_pack(self) -> np.ndarray:
+        """The arrays of :attr:`step_arrays` laid end to end in one int32 array, after a header of
+        where each starts (and the class count): what :func:`._walk.advance_packed` takes in
+        their place -- every array argument costs a kernel call time to pass, on every token."""
+        cached = self.__dict__.get("_step_pack")
+        if cached is None:
+            arrays = [a for a in self.step_arrays if isinstance(a, np.ndarray)]
+            head = len(arrays) + 2
+            bounds = np.cumsum([head] + [a.shape[0] for a in arrays])
+            cached = np.empty(int(bounds[-1]), dtype=np.int32)
+            cached[:head - 1] = bounds
+            cached[head - 1] = self.num_classes
+            for a, lo in zip(arrays, bounds[:-1], strict=False):
+                cached[lo:lo + a.shape[0]] = a
+            self.__dict__["_step_pack"] = cached
+        return cached
+
     def mask_representative(self, state: int, horizon: int) -> int:
         """A state that accepts exactly the same strings of at most ``horizon`` bytes as ``state``
         (``state`` itself unless it is in a layered rule).
