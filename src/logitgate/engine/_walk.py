@@ -303,6 +303,30 @@ def walk_trie(
 
 
 @njit(nogil=True, cache=True)
+def walk_trie_packed(top, par, starts, ends, node_byte, trie_pack, pack, frames, accept_row, exit_nodes,
+                     cbuf, cdepth, step_block, arena_cap, config_cap, info):
+    """:func:`walk_trie` over all of ``starts``, with its arrays passed as fewer: ``trie_pack``
+    (node depths, subtree ends, token starts and ids, see
+    :attr:`logitgate.tokenizer.trie.TokenTrie.walk_pack`), ``pack`` (the automaton's step arrays),
+    ``frames`` (pool rows), ``cbuf`` (configuration tops then parents), ``cdepth`` (per-depth
+    starts, ends and arena tops) and the parser step's scratch block (see :func:`advance_packed`)."""
+    a, c = arena_cap, config_cap
+    nd = cdepth.shape[0] // 3
+    half = cbuf.shape[0] // 2
+    return walk_trie(
+        top, par, starts, ends, starts.shape[0],
+        node_byte, trie_pack[trie_pack[0]:trie_pack[1]], trie_pack[trie_pack[1]:trie_pack[2]],
+        trie_pack[trie_pack[2]:trie_pack[3]], trie_pack[trie_pack[3]:trie_pack[4]],
+        pack[pack[0]:pack[1]], pack[pack[1]:pack[2]], pack[10], pack[pack[2]:pack[3]], pack[pack[3]:pack[4]],
+        pack[pack[5]:pack[6]], pack[pack[6]:pack[7]], pack[pack[7]:pack[8]], pack[pack[8]:pack[9]],
+        frames[0], frames[1], frames[2],
+        accept_row, exit_nodes, cbuf[:half], cbuf[half:], cdepth[:nd], cdepth[nd:2 * nd], cdepth[2 * nd:],
+        step_block[:a], step_block[a:2 * a], step_block[2 * a + 2 * c:2 * a + 8 * c],
+        step_block[2 * a + 8 * c:2 * a + 14 * c], info,
+    )
+
+
+@njit(nogil=True, cache=True)
 def advance(
     cfg_top, cfg_par, n_cfg, data,
     byte_class, trans, ncls, final, simple, dead_end, chain_ptr, chain_target, chain_push_ptr, chain_push,

@@ -164,11 +164,9 @@ class WalkScratch:
 
     def __init__(self, max_depth: int, num_words: int):
         depth = max_depth + 2
-        self.cbuf_top = np.empty(depth * CONFIG_CAP, dtype=np.int32)
-        self.cbuf_par = np.empty(depth * CONFIG_CAP, dtype=np.int32)
-        self.cstart = np.empty(depth, dtype=np.int64)
-        self.cend = np.empty(depth, dtype=np.int64)
-        self.atop = np.empty(depth, dtype=np.int64)
+        # a trie walk's configurations (tops, then parents) and per-depth bounds (starts, ends, arena tops)
+        self.cbuf = np.empty(2 * depth * CONFIG_CAP, dtype=np.int32)
+        self.cdepth = np.empty(3 * depth, dtype=np.int64)
         # a parser step's buffers, end to end in one array (the layout :func:`._walk.advance_packed` reads)
         a, c = ARENA_CAP, CONFIG_CAP
         self.step_block = np.empty(2 * a + 14 * c, dtype=np.int32)
@@ -183,19 +181,8 @@ class WalkScratch:
         self.ids = np.empty(num_words, dtype=np.int32)  # a sparse row's token ids
         self.exits = np.empty(4096, dtype=np.int32)
         self._plans: dict[int, tuple] = {}  # walk-plan buffers per slice set (id: the set, held)
-        self._walk_arrays: tuple[np.ndarray, ...] | None = None
         #: the scratch arguments of a parser step (:func:`._walk.advance_packed`), in its order
         self.step_args = (self.step_block, a, c, self.info)
-
-    @property
-    def walk_arrays(self) -> tuple[np.ndarray, ...]:
-        """The scratch arguments of a trie walk (:func:`._walk.walk_trie`) after the row, in its order."""
-        cached = self._walk_arrays
-        if cached is None or cached[0] is not self.exits:  # (``exits`` is replaced when it grows)
-            cached = self._walk_arrays = (self.exits, self.cbuf_top, self.cbuf_par, self.cstart, self.cend,
-                                          self.atop, self.arena_state, self.arena_parent, self.work_top,
-                                          self.work_par, self.info)
-        return cached
 
     def plan_out(self, slices: SliceSet) -> tuple[np.ndarray, ...]:
         """This thread's buffers for ``slices.walk_plan``."""
@@ -268,18 +255,13 @@ def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, p
           scratch: WalkScratch, keep_exits: bool) -> np.ndarray:
     """One :func:`walk_trie` call (``pool``: the frames below ``par``, or ``_NO_FRAMES``); returns the
     exit nodes (a copy, when ``keep_exits``)."""
-    frames = _NO_FRAMES_3 if pool is _NO_FRAMES else (pool.state, pool.parent, pool.depth)
-    tables = rtn.__dict__.get("_walk_tables")
-    if tables is None or tables[0] is not trie:  # (the same arguments on every walk: made once)
-        tables = rtn.__dict__["_walk_tables"] = (trie, (
-            trie.node_byte, trie.node_depth, trie.node_end, trie.tok_start, trie.tok_ids,
-            rtn.byte_class, rtn.trans, rtn.num_classes, rtn.final, rtn.simple,
-            rtn.chain_ptr, rtn.chain_target, rtn.chain_push_ptr, rtn.chain_push))
+    frames = _NO_FRAMES if pool is _NO_FRAMES else pool.block
     info = scratch.info
     while True:
         info[:] = 0
-        n_exit = _walk_mod.walk_trie(top, par, starts, ends, starts.shape[0], *tables[1], *frames, row,
-                                     *scratch.walk_arrays)
+        n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, trie.node_byte, trie.walk_pack, rtn.step_pack,
+                                            frames, row, scratch.exits, scratch.cbuf, scratch.cdepth,
+                                            *scratch.step_args)
         code = int(info[2])
         if code == _walk_mod.ERR_EXITS:  # at most one exit per trie node: size it once and walk again
             scratch.exits = np.empty(max(scratch.exits.shape[0] * 4, trie.node_byte.shape[0]), dtype=np.int32)
@@ -289,8 +271,7 @@ def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, p
 
 
 _NO_EXITS = np.zeros(0, dtype=np.int32)
-_NO_FRAMES = np.zeros(1, dtype=np.int32)
-_NO_FRAMES_3 = (_NO_FRAMES, _NO_FRAMES, _NO_FRAMES)
+_NO_FRAMES = np.zeros((3, 1), dtype=np.int32)  # (no pool: a walk that never pops into one)
 
 
 def warm_kernels(num_words: int, trie_ids: np.ndarray) -> None:
