@@ -303,11 +303,12 @@ def walk_trie(
 
 
 @njit(nogil=True, cache=True)
-def walk_trie_packed(top, par, starts, ends, node_byte, trie_pack, pack, frames, accept_row, exit_nodes,
-                     cbuf, cdepth, step_block, arena_cap, config_cap, info):
+def walk_trie_packed(top, par, starts, ends, node_byte, trie_pack, trans, flags, pack, frames, accept_row,
+                     exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info):
     """:func:`walk_trie` over all of ``starts``, with its arrays passed as fewer: ``trie_pack``
     (node depths, subtree ends, token starts and ids, see
-    :attr:`logitgate.tokenizer.trie.TokenTrie.walk_pack`), ``pack`` (the automaton's step arrays),
+    :attr:`logitgate.tokenizer.trie.TokenTrie.walk_pack`), ``trans``, ``flags`` and ``pack`` (the
+    automaton's step arrays, see :attr:`logitgate.engine.rtn.RTN.step_pack`),
     ``frames`` (pool rows), ``cbuf`` (configuration tops then parents), ``cdepth`` (per-depth
     starts, ends and arena tops) and the parser step's scratch block (see :func:`advance_packed`)."""
     a, c = arena_cap, config_cap
@@ -317,8 +318,8 @@ def walk_trie_packed(top, par, starts, ends, node_byte, trie_pack, pack, frames,
         top, par, starts, ends, starts.shape[0],
         node_byte, trie_pack[trie_pack[0]:trie_pack[1]], trie_pack[trie_pack[1]:trie_pack[2]],
         trie_pack[trie_pack[2]:trie_pack[3]], trie_pack[trie_pack[3]:trie_pack[4]],
-        pack[pack[0]:pack[1]], pack[pack[1]:pack[2]], pack[10], pack[pack[2]:pack[3]], pack[pack[3]:pack[4]],
-        pack[pack[5]:pack[6]], pack[pack[6]:pack[7]], pack[pack[7]:pack[8]], pack[pack[8]:pack[9]],
+        pack[pack[0]:pack[1]], trans, pack[6], flags[0], flags[1],
+        pack[pack[1]:pack[2]], pack[pack[2]:pack[3]], pack[pack[3]:pack[4]], pack[pack[4]:pack[5]],
         frames[0], frames[1], frames[2],
         accept_row, exit_nodes, cbuf[:half], cbuf[half:], cdepth[:nd], cdepth[nd:2 * nd], cdepth[2 * nd:],
         step_block[:a], step_block[a:2 * a], step_block[2 * a + 2 * c:2 * a + 8 * c],
@@ -470,17 +471,17 @@ def advance_persist(
 
 
 @njit(nogil=True, cache=True)
-def advance_packed(cfg_top, cfg_par, n_cfg, data, pack, pool, n_pool, scratch, arena_cap, config_cap, info):
-    """:func:`advance_persist` with its arrays passed as three: ``pack`` (the automaton's step
-    arrays, see :attr:`logitgate.engine.rtn.RTN.step_pack`), ``pool`` (frame states, parents and
+def advance_packed(cfg_top, cfg_par, n_cfg, data, trans, flags, pack, pool, n_pool, scratch, arena_cap,
+                   config_cap, info):
+    """:func:`advance_persist` with its arrays passed as fewer: ``trans``, ``flags`` and ``pack``
+    (the automaton's step arrays, see :attr:`logitgate.engine.rtn.RTN.step_pack`), ``pool`` (frame states, parents and
     depths as its rows) and ``scratch`` (arena states and parents, ``arena_cap`` each, the output
     configuration, ``config_cap`` each, and the work lists, six times that each, end to end)."""
     a, c = arena_cap, config_cap
     return advance_persist(
         cfg_top, cfg_par, n_cfg, data,
-        pack[pack[0]:pack[1]], pack[pack[1]:pack[2]], pack[10], pack[pack[2]:pack[3]], pack[pack[3]:pack[4]],
-        pack[pack[4]:pack[5]], pack[pack[5]:pack[6]], pack[pack[6]:pack[7]], pack[pack[7]:pack[8]],
-        pack[pack[8]:pack[9]],
+        pack[pack[0]:pack[1]], trans, pack[6], flags[0], flags[1], flags[2],
+        pack[pack[1]:pack[2]], pack[pack[2]:pack[3]], pack[pack[3]:pack[4]], pack[pack[4]:pack[5]],
         pool[0], pool[1], pool[2], n_pool, scratch[:a], scratch[a:2 * a], scratch[2 * a:2 * a + c],
         scratch[2 * a + c:2 * a + 2 * c], scratch[2 * a + 2 * c:2 * a + 8 * c], scratch[2 * a + 8 * c:2 * a + 14 * c],
         info,

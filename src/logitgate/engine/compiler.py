@@ -278,8 +278,10 @@ class GrammarCompiler:
         cache), builds
         the JSON spellings of printable ASCII characters (object keys are matched in every
         spelling) and of the character classes patterns use most, and the automaton of every
-        supported string format (cached process-wide), so a first real compile and its first
-        masks pay only for their own work.
+        supported string format (cached process-wide); then runs ten rounds of small compiles and
+        mask fills, so the interpreter has specialized the bytecode of the functions a compile and
+        a first mask run (see ``_warm_paths``). A first real compile and its first masks then pay
+        only for their own work.
         """
         self._warm_front_ends()
         from ..grammar.ir import Ref, alt, and_, byteset, lit, not_, repeat, seq

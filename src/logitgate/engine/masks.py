@@ -259,7 +259,7 @@ def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, p
     info = scratch.info
     while True:
         info[:] = 0
-        n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, trie.node_byte, trie.walk_pack, rtn.step_pack,
+        n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, trie.node_byte, trie.walk_pack, *rtn.step_pack,
                                             frames, row, scratch.exits, scratch.cbuf, scratch.cdepth,
                                             *scratch.step_args)
         code = int(info[2])

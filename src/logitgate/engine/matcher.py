@@ -179,7 +179,7 @@ class GrammarMatcher:
         info = sc.info
         info[2] = 0
         with pool.lock:
-            n = _walk.advance_packed(self._top, self._par, self._top.shape[0], data, self._rtn.step_pack,
+            n = _walk.advance_packed(self._top, self._par, self._top.shape[0], data, *self._rtn.step_pack,
                                      pool.block, pool.size, *sc.step_args)
             if n == 0:
                 if info[2] > 0:

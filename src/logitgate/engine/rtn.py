@@ -113,21 +113,25 @@ class RTN:
         return cached
 
     @property
-    def step_pack(self) -> np.ndarray:
-        """The arrays of :attr:`step_arrays` laid end to end in one int32 array, after a header of
-        where each starts (and the class count): what :func:`._walk.advance_packed` takes in
-        their place -- every array argument costs a kernel call time to pass, on every token."""
+    def step_pack(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:attr:`step_arrays` as three arrays, what :func:`._walk.advance_packed` takes in their
+        place (every array argument costs a kernel call time to pass, on every token): the
+        transition table as it is, ``final``, ``simple`` and ``dead_end`` as the rows of one uint8
+        array, and the byte classes and call chains end to end in one int32 array after a header
+        of where each starts (and the class count). Made at a grammar's first use: a copy of
+        about 7 bytes per state."""
         cached = self.__dict__.get("_step_pack")
         if cached is None:
-            arrays = [a for a in self.step_arrays if isinstance(a, np.ndarray)]
+            arrays = (self.byte_class, self.chain_ptr, self.chain_target, self.chain_push_ptr, self.chain_push)
             head = len(arrays) + 2
             bounds = np.cumsum([head] + [a.shape[0] for a in arrays])
-            cached = np.empty(int(bounds[-1]), dtype=np.int32)
-            cached[:head - 1] = bounds
-            cached[head - 1] = self.num_classes
+            pack = np.empty(int(bounds[-1]), dtype=np.int32)
+            pack[:head - 1] = bounds
+            pack[head - 1] = self.num_classes
             for a, lo in zip(arrays, bounds[:-1], strict=False):
-                cached[lo:lo + a.shape[0]] = a
-            self.__dict__["_step_pack"] = cached
+                pack[lo:lo + a.shape[0]] = a
+            cached = self.__dict__["_step_pack"] = (self.trans, np.stack((self.final, self.simple, self.dead_end)),
+                                                    pack)
         return cached
 
     def mask_representative(self, state: int, horizon: int) -> int:

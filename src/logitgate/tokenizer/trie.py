@@ -18,8 +18,8 @@ root (the empty prefix). For node ``n``:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numba
