@@ -45,10 +45,9 @@ class FramePool:
         self._use(np.empty((3, capacity), dtype=np.int32))
 
     def _use(self, block: np.ndarray) -> None:
-        #: frame states, parents and depths as the rows of one array (one argument of a parser step)
+        #: frame states, parents and depths as the rows of one array (one argument of a kernel)
         self.block = block
         self.state, self.parent, self.depth = block
-        self.arrays = (self.state, self.parent, self.depth)  # (a trie walk's arguments, in order)
 
     def reserve(self, extra: int) -> None:
         need = self.size + extra

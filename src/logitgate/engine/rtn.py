@@ -101,25 +101,13 @@ class RTN:
         return int(self.rule_start[0])
 
     @property
-    def step_arrays(self) -> tuple:
-        """``(byte_class, trans, num_classes, final, simple, dead_end, chain_ptr, chain_target,
-        chain_push_ptr, chain_push)``: the arguments a parser step takes, in its order (one tuple,
-        made once: a matcher passes them on every token)."""
-        cached = self.__dict__.get("_step_arrays")
-        if cached is None:
-            cached = self.__dict__["_step_arrays"] = (
-                self.byte_class, self.trans, self.num_classes, self.final, self.simple, self.dead_end,
-                self.chain_ptr, self.chain_target, self.chain_push_ptr, self.chain_push)
-        return cached
-
-    @property
     def step_pack(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:attr:`step_arrays` as three arrays, what :func:`._walk.advance_packed` takes in their
-        place (every array argument costs a kernel call time to pass, on every token): the
-        transition table as it is, ``final``, ``simple`` and ``dead_end`` as the rows of one uint8
-        array, and the byte classes and call chains end to end in one int32 array after a header
-        of where each starts (and the class count). Made at a grammar's first use: a copy of
-        about 7 bytes per state."""
+        """The arrays a parser step and a trie walk read, as three (:func:`._walk.advance_packed`,
+        :func:`._walk.walk_trie_packed`; every array argument costs a kernel call time to pass, on
+        every token): the transition table as it is, ``final``, ``simple`` and ``dead_end`` as the
+        rows of one uint8 array, and the byte classes and call chains end to end in one int32
+        array after a header of where each starts (and the class count). Made at a grammar's
+        first use: a copy of about 7 bytes per state."""
         cached = self.__dict__.get("_step_pack")
         if cached is None:
             arrays = (self.byte_class, self.chain_ptr, self.chain_target, self.chain_push_ptr, self.chain_push)
