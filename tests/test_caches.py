@@ -59,9 +59,12 @@ def test_memory_size_counts_the_survival_tables_of_masks() -> None:
     bm = allocate_token_bitmask(1, info.vocab_size)
     m.fill_next_token_bitmask(bm)
     plans = cg.rtn.__dict__["_slice_plans"].values()
-    added = sum(p.lower.nbytes + p.memo.nbytes for p in plans)
-    assert added >= 6 * cg.rtn.num_states  # (int16 + int32 per cover and state)
-    assert cg.memory_size_bytes >= before + added
+    depths = sum(p.lower.nbytes + p.memo.nbytes for p in plans)
+    assert depths >= 6 * cg.rtn.num_states  # (int16 + int32 per cover and state)
+    tables = sum(t.nbytes for p in plans for t in p.tables)
+    _, flags, pack = cg.rtn.step_pack  # (the kernels' copies of the state flags and call chains)
+    contexts = 64 * len(cg._ctx)  # (cached context resolutions, counted 64 bytes each)
+    assert cg.memory_size_bytes - contexts == before + depths + tables + flags.nbytes + pack.nbytes
 
 
 def test_schemas_differing_in_property_order_are_different_grammars() -> None:

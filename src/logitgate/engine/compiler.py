@@ -163,6 +163,8 @@ class CompiledGrammar:
         arrays = [r.trans, r.final, r.chain_ptr, r.chain_target, r.chain_push_ptr, r.chain_push]
         for plan in r.__dict__.get("_slice_plans", {}).values():  # survival depths per state
             arrays += [plan.lower, plan.memo, *plan.tables]
+        if "_step_pack" in r.__dict__:  # the kernels' packed copies (the transition table is shared)
+            arrays += r.step_pack[1:]
         return int(sum(a.nbytes for a in arrays) + 64 * len(self._ctx))
 
     def __repr__(self) -> str:
