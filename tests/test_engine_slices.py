@@ -342,6 +342,8 @@ def test_a_mask_is_a_list_of_ids_only_while_the_list_is_short_and_writes_the_sam
     """A state's token set is kept as accepted or rejected ids only while there are at most a quarter
     as many ids as bitset words (a long list is slower to write than a bitset is to copy); written
     over a row or OR-ed into one, every form gives the row of its accepted tokens."""
+    from logitgate.engine.masks import _NO_EXITS, StateMask, TokenSetKind
+
     rt = compiler._runtime
     short = rt.num_words // 4
     rng = np.random.default_rng(3)
@@ -351,7 +353,7 @@ def test_a_mask_is_a_list_of_ids_only_while_the_list_is_short_and_writes_the_sam
         for s in range(cg.rtn.num_states):
             sm = cg.state_mask(s)
             kinds.add(sm.kind)
-            if sm.kind != 0:  # (0: a bitset)
+            if sm.kind != TokenSetKind.BITSET:
                 assert sm.data.shape[0] <= short, (schema, s)
             over = rng.integers(-2**31, 2**31, rt.num_words, dtype=np.int64).astype(np.int32)
             sm.write(over, True, rt.base_row)
@@ -361,10 +363,9 @@ def test_a_mask_is_a_list_of_ids_only_while_the_list_is_short_and_writes_the_sam
             ored = noise.copy()
             sm.write(ored, False, rt.base_row)
             assert np.array_equal(ored, noise | over), (schema, s)
-    assert kinds == {0, 1}  # (llama3's string states reject more ids than a quarter of its words)
+    # (llama3's string states reject more ids than a quarter of its words: no list of rejected ids)
+    assert kinds == {TokenSetKind.BITSET, TokenSetKind.ACCEPTED}
     # the three forms of one random set (rejected ids, as a Qwen2.5 string state keeps them, included)
-    from logitgate.engine.masks import _NO_EXITS, StateMask, TokenSetKind
-
     trie_ids = rt.trie.tok_ids
     accepted = np.sort(rng.choice(trie_ids, size=trie_ids.shape[0] - 50, replace=False)).astype(np.int32)
     bitset = np.zeros(rt.num_words, dtype=np.int32)
