@@ -1,9 +1,12 @@
 """A benchmark worker process: one engine, one tokenizer, tasks as JSON lines on stdin.
 
 Run by :mod:`logitgate.benchmarks.isolation`; a crash or hang here costs one task, not the run.
-Each task: ``{"kind", "source", "tests": [{"ids": [...], "valid": bool}]}``. Each answer:
-``{"status", "ttfm_us", "tbm_us": [...], "error"}`` with status one of ``pass``,
-``compile_error``, ``validation_error``, ``invalidation_error``.
+Each task: ``{"kind", "source", "tests": [{"ids": [...], "valid": bool}]}``, optionally
+``"steady_repeats": k``. Each answer: ``{"status", "ttfm_us", "tbm_us": [...], "error"}`` with
+status one of ``pass``, ``compile_error``, ``validation_error``, ``invalidation_error``; with
+``k > 0`` and status ``pass``, also ``"steady_us"``: the mean step time when the tests are run
+``k`` more times on the same compiled grammar (every state visited before: the steady cost, as
+against the first visits ``tbm_us`` holds).
 """
 
 from __future__ import annotations
@@ -27,26 +30,38 @@ def run_task(engine, task: dict) -> dict:
     tbm: list[float] = []
     validation = invalidation = 0
     for test in task["tests"]:
-        m = engine.new_matcher(compiled)
-        ok = True
-        for tok in test["ids"]:
-            t = time.perf_counter()
-            accepted = engine.step(m, tok)
-            tbm.append((time.perf_counter() - t) * 1e6)
-            if not accepted:
-                ok = False
-                break
-        if ok:
-            t = time.perf_counter()
-            ok = engine.can_end(m)
-            tbm.append((time.perf_counter() - t) * 1e6)
+        ok = _trace(engine, compiled, test["ids"], tbm)
         if test["valid"] and not ok:
             validation += 1
         elif not test["valid"] and ok:
             invalidation += 1
     status = "validation_error" if validation else "invalidation_error" if invalidation else "pass"
-    return {"status": status, "ttfm_us": ttfm, "tbm_us": tbm, "validation_errors": validation,
-            "invalidation_errors": invalidation}
+    result = {"status": status, "ttfm_us": ttfm, "tbm_us": tbm, "validation_errors": validation,
+              "invalidation_errors": invalidation}
+    repeats = int(task.get("steady_repeats", 0))
+    if repeats > 0 and status == "pass":
+        steady: list[float] = []
+        for _ in range(repeats):
+            for test in task["tests"]:
+                _trace(engine, compiled, test["ids"], steady)
+        result["steady_us"] = sum(steady) / len(steady) if steady else float("nan")
+    return result
+
+
+def _trace(engine, compiled, ids: list[int], times: list[float]) -> bool:
+    """Step a new matcher through ``ids`` (then ask for the end), appending each step's µs to
+    ``times``; whether every token was accepted and the grammar could end."""
+    m = engine.new_matcher(compiled)
+    for tok in ids:
+        t = time.perf_counter()
+        accepted = engine.step(m, tok)
+        times.append((time.perf_counter() - t) * 1e6)
+        if not accepted:
+            return False
+    t = time.perf_counter()
+    ok = engine.can_end(m)
+    times.append((time.perf_counter() - t) * 1e6)
+    return ok
 
 
 def main() -> None:

@@ -123,6 +123,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=3, help="cold compiles and traces per workload")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per workload per engine")
     p.add_argument("--tokenizer", default="qwen2", help="bundled tokenizer for the traces")
+    p.add_argument("--steady-repeats", type=int, default=20,
+                   help="after each cold trace, run the texts this many more times on the same grammar and "
+                        "report the mean step then (every state visited before); 0 = off")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -133,10 +136,11 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for w in workloads():
         tests = [{"ids": enc.encode(t, disallowed_special=()), "valid": True} for t in w["texts"]]
-        task = {"kind": w["kind"], "source": w["source"], "tests": tests}
+        task = {"kind": w["kind"], "source": w["source"], "tests": tests, "steady_repeats": args.steady_repeats}
         for e in engines:
             compile_ms: list[float] = []
             tbm: list[float] = []
+            steady: list[float] = []
             status = "pass"
             proc = EngineProcess(e, args.tokenizer)
             try:
@@ -149,13 +153,23 @@ def run(args: argparse.Namespace) -> int:
                         break
                     compile_ms.append(r["ttfm_us"] / 1000)
                     tbm.extend(r["tbm_us"])
+                    if "steady_us" in r:
+                        steady.append(r["steady_us"])
             finally:
                 proc.close()
             mean = sum(tbm) / len(tbm) if tbm else float("nan")
-            cms = sorted(compile_ms)[len(compile_ms) // 2] if compile_ms else float("nan")
-            rows.append([w["name"], e, status, cms, mean, *percentiles(tbm, (50, 99))])
-            print(f"  {w['name']:<32} {e:<11} {status:<18} compile {cms:9.2f} ms  mask mean {mean:8.1f} µs",
-                  file=sys.stderr)
-    print(f"Fixed workloads, {args.tokenizer} tokens, engines single-threaded, {args.repeats} cold repeats\n")
-    print(markdown_table(["workload", "engine", "status", "compile ms (median)", "mask µs mean", "p50", "p99"], rows))
+            cms = _median(compile_ms)
+            row = [w["name"], e, status, cms, mean, *percentiles(tbm, (50, 99))]
+            rows.append([*row, _median(steady)] if args.steady_repeats > 0 else row)
+            print(f"  {w['name']:<32} {e:<11} {status:<18} compile {cms:9.2f} ms  mask mean {mean:8.1f} µs"
+                  + (f"  steady {_median(steady):7.1f} µs" if args.steady_repeats > 0 else ""), file=sys.stderr)
+    print(f"Fixed workloads, {args.tokenizer} tokens, engines single-threaded, {args.repeats} cold repeats"
+          + (f"; steady: the mean step over {args.steady_repeats} more runs of the texts (median of the repeats)"
+             if args.steady_repeats > 0 else "") + "\n")
+    header = ["workload", "engine", "status", "compile ms (median)", "mask µs mean", "p50", "p99"]
+    print(markdown_table([*header, "steady µs"] if args.steady_repeats > 0 else header, rows))
     return 0
+
+
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2] if xs else float("nan")
