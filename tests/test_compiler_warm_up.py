@@ -43,3 +43,15 @@ def test_warm_up_caches_no_grammar_and_changes_no_mask(info) -> None:
     assert not warm._by_input  # (nothing a user asked for is cached)
     for a, b in zip(_masks(cold, info), _masks(warm, info), strict=True):
         assert np.array_equal(a, b)
+
+
+def test_warm_up_works_under_limits_set_low_and_leaves_them_in_force(info) -> None:
+    """Warm-up compiles its own fixed grammars under default limits; a compiler whose limits are set
+    low against its users' input still warms up, and still refuses what exceeds them."""
+    from logitgate.engine.rtn import CompileLimits
+    from logitgate.errors import LimitExceededError
+
+    compiler = GrammarCompiler(info, limits=CompileLimits(max_dfa_states=40)).warm_up()
+    assert compiler.compile_json_schema({"type": "integer"}) is not None
+    with pytest.raises(LimitExceededError):
+        compiler.compile_json_schema(SCHEMA)

@@ -89,6 +89,9 @@ class TokenRuntime:
 
 #: rounds of small compiles and mask fills :meth:`GrammarCompiler.warm_up` runs (see ``_warm_paths``)
 WARM_UP_ROUNDS = 10
+#: the limits of warm-up's own compiles (fixed, small grammars: a compiler's limits, which may be
+#: set low against its users' input, are not theirs)
+_WARM_UP_LIMITS = CompileLimits()
 
 _GC_LOCK = threading.Lock()
 _gc_pauses = 0  # compiles under way with the collector paused
@@ -295,7 +298,7 @@ class GrammarCompiler:
         # digits but not "0" (an intersection loads the product kernel), or a nested list
         item = alt(and_(repeat(byteset((0x30, 0x39)), 1, None), not_(lit("0"))), Ref("root"))
         tiny = Grammar({"root": seq(lit("["), repeat(seq(item, repeat(seq(lit(","), item))), 0, 1), lit("]"))})
-        m = GrammarMatcher(self._compile(tiny), max_rollback_tokens=4)
+        m = GrammarMatcher(self._compile(tiny, _WARM_UP_LIMITS), max_rollback_tokens=4)
         for text in ("[", "[", "1", "2", ","):
             m.get_next_token_ids()
             tid = self.tokenizer_info.token_id(text)
@@ -348,7 +351,7 @@ class GrammarCompiler:
                 (Grammar.from_regex(rf"[a-z]+{i}@[a-z]+\.(com|org)"), f"abc{i}@x.com"),
             )
             for grammar, text in work:
-                m = GrammarMatcher(self._compile(grammar))
+                m = GrammarMatcher(self._compile(grammar, _WARM_UP_LIMITS))
                 for piece in pieces.findall(text):
                     m.fill_next_token_bitmask(bitmask)
                     tid = info.token_id(piece)
@@ -385,7 +388,7 @@ class GrammarCompiler:
         for make in (lambda: Grammar.from_json_schema(schema), lambda: Grammar.from_regex(rf"[a-z]+@x\.({tlds})"),
                      lambda: Grammar.from_ebnf('root ::= "a" [0-9]+ | "(" root ")"'),
                      lambda: Grammar.from_choices(tlds.split("|"))):
-            compile_rtn(make(), self.limits)  # not cached: nothing a user asked for
+            compile_rtn(make(), _WARM_UP_LIMITS)  # not cached: nothing a user asked for
 
     # ------------------------------------------------------------------ front doors
     def compile_grammar(self, grammar: Grammar | str, root: str = "root") -> CompiledGrammar:
@@ -446,5 +449,5 @@ class GrammarCompiler:
                 self._by_input.setdefault(key, cg)
         return cg
 
-    def _compile(self, grammar: Grammar) -> CompiledGrammar:
-        return CompiledGrammar(compile_rtn(grammar, self.limits), self._runtime, self._store)
+    def _compile(self, grammar: Grammar, limits: CompileLimits | None = None) -> CompiledGrammar:
+        return CompiledGrammar(compile_rtn(grammar, limits or self.limits), self._runtime, self._store)
