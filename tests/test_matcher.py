@@ -202,3 +202,17 @@ def test_torch_bitmask_fill() -> None:
     assert frozenset(ids) == mask_of(m)
     assert (bm[0] == -1).all()
     assert np.isin(ids, [INFO.token_id(c) for c in "0123456789(-"]).any()
+
+
+def test_the_scratch_buffers_python_reads_are_the_ones_the_kernels_slice() -> None:
+    """A parser step's scratch is one block: ``WalkScratch`` names its parts for Python, the kernels
+    slice the same parts out of it (``_scratch_views``); both must see the same memory."""
+    from logitgate.engine import _walk
+    from logitgate.engine.masks import ARENA_CAP, CONFIG_CAP, WalkScratch
+
+    sc = WalkScratch(max_depth=10, num_words=8)
+    named = (sc.arena_state, sc.arena_parent, sc.out_top, sc.out_par, sc.work_top, sc.work_par)
+    sliced = _walk._scratch_views(sc.step_block, ARENA_CAP, CONFIG_CAP)
+    for a, b in zip(named, sliced, strict=True):
+        assert a.shape == b.shape
+        assert a.__array_interface__["data"][0] == b.__array_interface__["data"][0]

@@ -302,6 +302,23 @@ def walk_trie(
     return n_exit
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _step_views(pack):
+    """``(byte_class, ncls, chain_ptr, chain_target, chain_push_ptr, chain_push)`` from the int32
+    pack of :attr:`logitgate.engine.rtn.RTN.step_pack`."""
+    return (pack[pack[0]:pack[1]], pack[6], pack[pack[1]:pack[2]], pack[pack[2]:pack[3]], pack[pack[3]:pack[4]],
+            pack[pack[4]:pack[5]])
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _scratch_views(block, a, c):
+    """``(arena states, arena parents, out tops, out parents, work tops, work parents)`` from a
+    parser step's scratch block (``a`` arena entries each, ``c`` configuration entries each for the
+    output, six times that for each work list; the layout ``WalkScratch`` allocates)."""
+    return (block[:a], block[a:2 * a], block[2 * a:2 * a + c], block[2 * a + c:2 * a + 2 * c],
+            block[2 * a + 2 * c:2 * a + 8 * c], block[2 * a + 8 * c:2 * a + 14 * c])
+
+
 @njit(nogil=True, cache=True)
 def walk_trie_packed(top, par, starts, ends, node_byte, trie_pack, trans, flags, pack, frames, accept_row,
                      exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info):
@@ -311,19 +328,18 @@ def walk_trie_packed(top, par, starts, ends, node_byte, trie_pack, trans, flags,
     automaton's step arrays, see :attr:`logitgate.engine.rtn.RTN.step_pack`),
     ``frames`` (pool rows), ``cbuf`` (configuration tops then parents), ``cdepth`` (per-depth
     starts, ends and arena tops) and the parser step's scratch block (see :func:`advance_packed`)."""
-    a, c = arena_cap, config_cap
+    byte_class, ncls, chain_ptr, chain_target, chain_push_ptr, chain_push = _step_views(pack)
+    as_, ap, _, _, work_top, work_par = _scratch_views(step_block, arena_cap, config_cap)
     nd = cdepth.shape[0] // 3
     half = cbuf.shape[0] // 2
     return walk_trie(
         top, par, starts, ends, starts.shape[0],
         node_byte, trie_pack[trie_pack[0]:trie_pack[1]], trie_pack[trie_pack[1]:trie_pack[2]],
         trie_pack[trie_pack[2]:trie_pack[3]], trie_pack[trie_pack[3]:trie_pack[4]],
-        pack[pack[0]:pack[1]], trans, pack[6], flags[0], flags[1],
-        pack[pack[1]:pack[2]], pack[pack[2]:pack[3]], pack[pack[3]:pack[4]], pack[pack[4]:pack[5]],
+        byte_class, trans, ncls, flags[0], flags[1], chain_ptr, chain_target, chain_push_ptr, chain_push,
         frames[0], frames[1], frames[2],
         accept_row, exit_nodes, cbuf[:half], cbuf[half:], cdepth[:nd], cdepth[nd:2 * nd], cdepth[2 * nd:],
-        step_block[:a], step_block[a:2 * a], step_block[2 * a + 2 * c:2 * a + 8 * c],
-        step_block[2 * a + 8 * c:2 * a + 14 * c], info,
+        as_, ap, work_top, work_par, info,
     )
 
 
@@ -477,14 +493,12 @@ def advance_packed(cfg_top, cfg_par, n_cfg, data, trans, flags, pack, pool, n_po
     (the automaton's step arrays, see :attr:`logitgate.engine.rtn.RTN.step_pack`), ``pool`` (frame states, parents and
     depths as its rows) and ``scratch`` (arena states and parents, ``arena_cap`` each, the output
     configuration, ``config_cap`` each, and the work lists, six times that each, end to end)."""
-    a, c = arena_cap, config_cap
+    byte_class, ncls, chain_ptr, chain_target, chain_push_ptr, chain_push = _step_views(pack)
+    as_, ap, out_top, out_par, work_top, work_par = _scratch_views(scratch, arena_cap, config_cap)
     return advance_persist(
         cfg_top, cfg_par, n_cfg, data,
-        pack[pack[0]:pack[1]], trans, pack[6], flags[0], flags[1], flags[2],
-        pack[pack[1]:pack[2]], pack[pack[2]:pack[3]], pack[pack[3]:pack[4]], pack[pack[4]:pack[5]],
-        pool[0], pool[1], pool[2], n_pool, scratch[:a], scratch[a:2 * a], scratch[2 * a:2 * a + c],
-        scratch[2 * a + c:2 * a + 2 * c], scratch[2 * a + 2 * c:2 * a + 8 * c], scratch[2 * a + 8 * c:2 * a + 14 * c],
-        info,
+        byte_class, trans, ncls, flags[0], flags[1], flags[2], chain_ptr, chain_target, chain_push_ptr, chain_push,
+        pool[0], pool[1], pool[2], n_pool, as_, ap, out_top, out_par, work_top, work_par, info,
     )
 
 

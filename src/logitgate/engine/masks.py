@@ -167,15 +167,11 @@ class WalkScratch:
         # a trie walk's configurations (tops, then parents) and per-depth bounds (starts, ends, arena tops)
         self.cbuf = np.empty(2 * depth * CONFIG_CAP, dtype=np.int32)
         self.cdepth = np.empty(3 * depth, dtype=np.int64)
-        # a parser step's buffers, end to end in one array (the layout :func:`._walk.advance_packed` reads)
+        # a parser step's buffers, end to end in one array (the layout :func:`._walk._scratch_views` reads)
         a, c = ARENA_CAP, CONFIG_CAP
         self.step_block = np.empty(2 * a + 14 * c, dtype=np.int32)
-        self.arena_state = self.step_block[:a]
-        self.arena_parent = self.step_block[a:2 * a]
-        self.out_top = self.step_block[2 * a:2 * a + c]
-        self.out_par = self.step_block[2 * a + c:2 * a + 2 * c]
-        self.work_top = self.step_block[2 * a + 2 * c:2 * a + 8 * c]
-        self.work_par = self.step_block[2 * a + 8 * c:2 * a + 14 * c]
+        (self.arena_state, self.arena_parent, self.out_top, self.out_par, self.work_top,
+         self.work_par) = np.split(self.step_block, np.cumsum([a, a, c, c, 6 * c]))
         self.info = np.zeros(5, dtype=np.int64)
         self.row = np.zeros(num_words, dtype=np.int32)
         self.ids = np.empty(num_words, dtype=np.int32)  # a sparse row's token ids

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._arrays import end_to_end
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, Special
@@ -110,14 +111,8 @@ class RTN:
         first use: a copy of about 7 bytes per state."""
         cached = self.__dict__.get("_step_pack")
         if cached is None:
-            arrays = (self.byte_class, self.chain_ptr, self.chain_target, self.chain_push_ptr, self.chain_push)
-            head = len(arrays) + 2
-            bounds = np.cumsum([head] + [a.shape[0] for a in arrays])
-            pack = np.empty(int(bounds[-1]), dtype=np.int32)
-            pack[:head - 1] = bounds
-            pack[head - 1] = self.num_classes
-            for a, lo in zip(arrays, bounds[:-1], strict=False):
-                pack[lo:lo + a.shape[0]] = a
+            pack = end_to_end((self.byte_class, self.chain_ptr, self.chain_target, self.chain_push_ptr,
+                               self.chain_push), self.num_classes)
             cached = self.__dict__["_step_pack"] = (self.trans, np.stack((self.final, self.simple, self.dead_end)),
                                                     pack)
         return cached

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from .._arrays import end_to_end
+
 __all__ = ["TokenTrie"]
 
 
@@ -162,13 +164,7 @@ class TokenTrie:
         """``node_depth``, ``node_end``, ``tok_start`` and ``tok_ids`` end to end in one int32 array,
         after a header of where each starts (and where the last ends): one argument for a trie
         walk instead of four."""
-        arrays = (self.node_depth, self.node_end, self.tok_start, self.tok_ids)
-        bounds = np.cumsum([len(arrays) + 1] + [a.shape[0] for a in arrays])
-        out = np.empty(int(bounds[-1]), dtype=np.int32)
-        out[:len(arrays) + 1] = bounds
-        for a, lo in zip(arrays, bounds[:-1], strict=False):
-            out[lo:lo + a.shape[0]] = a
-        return out
+        return end_to_end((self.node_depth, self.node_end, self.tok_start, self.tok_ids))
 
     def lookup(self, data: bytes) -> int:
         """The node spelling ``data``, or -1 if no token starts with ``data`` (slow; for tests/tools)."""
