@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import gc
+import importlib.util
 import json
 import re
 import threading
@@ -149,7 +150,9 @@ class CompiledGrammar:
         self.rtn = rtn
         self._runtime = runtime
         self._store = store
-        self._state_masks: list[StateMask | None] = [None] * rtn.num_states
+        # (a dict of the states visited, not a list over all states: the cyclic collector walks
+        # every slot of a list at each collection, for as long as the grammar is cached)
+        self._state_masks: dict[int, StateMask] = {}
         self._reps: dict[int, int] = {}  # state -> the state whose mask it shares (layered rules)
         self._ctx: dict[tuple, Any] = {}
         self._ctx_limit = context_cache_entries
@@ -178,7 +181,7 @@ class CompiledGrammar:
     def state_mask(self, state: int) -> StateMask:
         """Context-independent mask of ``state`` (computed once, then cached; states that accept
         the same tokens share it, see :meth:`RTN.mask_representative`)."""
-        m = self._state_masks[state]
+        m = self._state_masks.get(state)
         if m is not None:
             return m
         if self.rtn.layers:
@@ -278,9 +281,9 @@ class GrammarCompiler:
 
         Builds the vocabulary slices, runs every numba kernel once (loading them from numba's
         cache) on a small recursive grammar, compiles a tiny grammar through each front-end
-        (JSON Schema with objects, arrays, oneOf and a counted string, regex, EBNF, choices: their
-        modules and dependencies get imported, which matters where Python writes no bytecode
-        cache), builds
+        (JSON Schema with objects, arrays, oneOf and a counted string, regex, EBNF, choices, and
+        where ``jsonschema`` is installed an enum it must check: their modules and dependencies
+        get imported, which matters where Python writes no bytecode cache), builds
         the JSON spellings of printable ASCII characters (object keys are matched in every
         spelling) and of the character classes patterns use most, and the automaton of every
         supported string format (cached process-wide); then runs ten rounds of small compiles and
@@ -385,9 +388,13 @@ class GrammarCompiler:
                   "required": ["f0"]}
         # (eight alternatives or more: a set of literals is a prefix tree, built by kernels of its own)
         tlds = "|".join(("com", "org", "net", "edu", "gov", "int", "mil", "biz"))
-        for make in (lambda: Grammar.from_json_schema(schema), lambda: Grammar.from_regex(rf"[a-z]+@x\.({tlds})"),
-                     lambda: Grammar.from_ebnf('root ::= "a" [0-9]+ | "(" root ")"'),
-                     lambda: Grammar.from_choices(tlds.split("|"))):
+        makes = [lambda: Grammar.from_json_schema(schema), lambda: Grammar.from_regex(rf"[a-z]+@x\.({tlds})"),
+                 lambda: Grammar.from_ebnf('root ::= "a" [0-9]+ | "(" root ")"'),
+                 lambda: Grammar.from_choices(tlds.split("|"))]
+        if importlib.util.find_spec("jsonschema") is not None:
+            # enum values checked against other keywords: the validator library's import (~40 ms)
+            makes.append(lambda: Grammar.from_json_schema({"enum": ["a", "bb"], "minLength": 2}))
+        for make in makes:
             compile_rtn(make(), _WARM_UP_LIMITS)  # not cached: nothing a user asked for
 
     # ------------------------------------------------------------------ front doors

@@ -160,36 +160,40 @@ def _nullable_map(rules: dict[str, Expr], sccs: list[list[str]]) -> dict[str, bo
     """Which rules derive the empty string; ``sccs`` lists the rules callees first, so a fixpoint
     is iterated only inside recursive components."""
     nullable = dict.fromkeys(rules, False)
-
-    def nul(e: Expr) -> bool:
-        t = type(e)
-        if t is Bytes:
-            return not e.value  # type: ignore[attr-defined]
-        if t is ByteSet:
-            return False
-        if t is Seq or t is And:
-            return all(nul(x) for x in e.items)  # type: ignore[attr-defined]
-        if t is Alt:
-            return any(nul(x) for x in e.items)  # type: ignore[attr-defined]
-        if t is Repeat:
-            return e.min == 0 or nul(e.item)  # type: ignore[attr-defined]
-        if t is Ref:
-            return nullable[e.name]  # type: ignore[attr-defined]
-        if t is Not:
-            return not nul(e.item)  # type: ignore[attr-defined]
-        if t is Special:
-            return e.nullable  # type: ignore[attr-defined]
-        raise GrammarError(f"unknown IR node {e!r}")
-
     for comp in sccs:
         changed = True
         while changed:
             changed = False
             for name in comp:
-                if not nullable[name] and nul(rules[name]):
+                if not nullable[name] and _nullable(rules[name], nullable):
                     nullable[name] = True
                     changed = len(comp) > 1  # (one rule alone reaches its fixpoint at once)
     return nullable
+
+
+def _nullable(e: Expr, nullable: dict[str, bool]) -> bool:
+    """Does ``e`` derive the empty string (rule ``r`` does if ``nullable[r]``)?
+
+    (A function of its own, not a closure: a closure calling itself is a reference cycle, and
+    would keep everything it sees alive until the cyclic collector runs.)"""
+    t = type(e)
+    if t is Bytes:
+        return not e.value  # type: ignore[attr-defined]
+    if t is ByteSet:
+        return False
+    if t is Seq or t is And:
+        return all(_nullable(x, nullable) for x in e.items)  # type: ignore[attr-defined]
+    if t is Alt:
+        return any(_nullable(x, nullable) for x in e.items)  # type: ignore[attr-defined]
+    if t is Repeat:
+        return e.min == 0 or _nullable(e.item, nullable)  # type: ignore[attr-defined]
+    if t is Ref:
+        return nullable[e.name]  # type: ignore[attr-defined]
+    if t is Not:
+        return not _nullable(e.item, nullable)  # type: ignore[attr-defined]
+    if t is Special:
+        return e.nullable  # type: ignore[attr-defined]
+    raise GrammarError(f"unknown IR node {e!r}")
 
 
 def _sccs(graph: dict[str, list[str]]) -> list[list[str]]:
@@ -444,8 +448,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     dfas: list[DFA] = []
     nfa_states = 0
     for name in called:
-        key = (rules[name], resolution(name), limits.max_dfa_states)
-        hit = _RULE_DFAS.get(key)
+        key = None if name == g.root else (rules[name], resolution(name), limits.max_dfa_states)
+        hit = None if key is None else _RULE_DFAS.get(key)
         if hit is None:
             prog = Program(resolve, limits.max_dfa_states)
             prog.emit(rules[name])
@@ -454,7 +458,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
             # unless built directly (a Special's automaton: trimmed, and the same for equal input)
             if not dfa.as_built:
                 dfa = minimize(dfa) or dfa
-            _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called))
+            if key is not None:
+                _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called))
         else:
             used = hit.nfa_states
             if used > limits.max_nfa_states - nfa_states:

@@ -111,23 +111,25 @@ def build_array(cv: Converter, nodes: list[Node]) -> Expr:
         return evals[k]
 
     if not contains:
-        # plain: prefix positions, then a tail repetition
-        def from_(i: int) -> Expr:
-            close_ok = i >= min_i
-            if limit is not None and i >= limit:
-                return EMPTY if close_ok else NOTHING
-            if i >= plen:
-                lo = max(0, min_i - i)
-                hi = None if limit is None else limit - i
-                e = ev(i)
-                if i == 0:
-                    first = seq(sep_first, e, repeat(seq(sep_more, e), max(lo - 1, 0), None if hi is None else hi - 1))
-                    return alt(EMPTY, first) if lo == 0 else first
-                return repeat(seq(sep_more, e), lo, hi)
-            nxt = seq(sep(i), ev(i), from_(i + 1))
-            return alt(EMPTY, nxt) if close_ok else nxt
-
-        return seq(lit("["), from_(0), ws, lit("]"))
+        # plain: prefix positions, then a tail repetition; built from the last position back
+        # (element values are made first to last, as they are named)
+        end = plen if limit is None else min(plen, limit)
+        values = [ev(i) for i in range(end)]
+        if limit is not None and limit <= plen:  # no element at position ``end``
+            rest = EMPTY if end >= min_i else NOTHING
+        else:
+            lo = max(0, min_i - end)
+            hi = None if limit is None else limit - end
+            e = ev(end)
+            if end == 0:
+                first = seq(sep_first, e, repeat(seq(sep_more, e), max(lo - 1, 0), None if hi is None else hi - 1))
+                rest = alt(EMPTY, first) if lo == 0 else first
+            else:
+                rest = repeat(seq(sep_more, e), lo, hi)
+        for i in range(end - 1, -1, -1):
+            nxt = seq(sep(i), values[i], rest)
+            rest = alt(EMPTY, nxt) if i >= min_i else nxt
+        return seq(lit("["), rest, ws, lit("]"))
 
     cschema, cmin, cmax, cnode = contains[0]
     c_nodes_cache: dict[int, Expr] = {}

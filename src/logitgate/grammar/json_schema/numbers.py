@@ -666,7 +666,9 @@ def _emit(d: _DFA, rule_prefix: str) -> tuple[Expr, dict[str, Expr]]:
     for s in range(n):
         if as_rule[s]:
             rules[f"{rule_prefix}.q{s}"] = body(s, True)
-    return ref(0), rules
+    start = ref(0)
+    body = ref = None  # type: ignore[assignment]  # (break the closures' cycle: freed now, not by the collector)
+    return start, rules
 
 
 def number_expr(formula: Formula, rule_prefix: str = "num",
