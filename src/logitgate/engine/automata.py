@@ -53,6 +53,8 @@ ALL_BYTES = (1 << 256) - 1
 RefResolver = Callable[[str], tuple]
 
 _NO_CALLS = np.zeros(0, dtype=np.int32)
+#: ``build_dfa``'s embedded-automaton arguments when there are none (read only)
+_NO_EMBEDS = (np.zeros((0, 6), dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8), np.zeros(0, np.int32))
 
 #: an alternation of at least this many literals is built as a prefix tree (one kernel call)
 _TRIE_MIN_LITERALS = 8
@@ -153,8 +155,8 @@ class DFA:
         if cached is None:
             member = np.zeros((self.num_classes, 256), dtype=bool)
             member[self.byte_class, np.arange(256)] = True
-            packed = np.packbits(member, axis=1, bitorder="little")
-            cached = [int.from_bytes(row.tobytes(), "little") for row in packed]
+            packed = np.packbits(member, axis=1, bitorder="little").tobytes()  # (32 bytes a class)
+            cached = [int.from_bytes(packed[i:i + 32], "little") for i in range(0, len(packed), 32)]
             self.__dict__["_classes"] = cached
         return cached
 
@@ -382,26 +384,29 @@ class Program:
                                          limit="max_dfa_states")
             # minimal and canonical already (what minimize would make of it)
             return DFA(group[byte_class].astype(np.int32), trans, final.view(bool), as_built=True), int(nodes) + 1
-        info = np.zeros((len(self.embeds), 6), dtype=np.int64)
-        tr, fi, mk = [np.zeros(0, np.int32)], [np.zeros(0, np.uint8)], [np.zeros(0, np.int32)]
-        t_off = f_off = m_off = 0
-        for i, (d, ids) in enumerate(self.embeds):
-            info[i] = (d.num_states, d.num_classes, t_off, f_off, m_off, d.start)
-            tr.append(d.trans.ravel())
-            fi.append(d.final.astype(np.uint8))
-            mk.append(np.asarray(ids, dtype=np.int32))
-            t_off += d.trans.size
-            f_off += d.num_states
-            m_off += len(ids)
+        if self.embeds:
+            info = np.zeros((len(self.embeds), 6), dtype=np.int64)
+            tr, fi, mk = [], [], []
+            t_off = f_off = m_off = 0
+            for i, (d, ids) in enumerate(self.embeds):
+                info[i] = (d.num_states, d.num_classes, t_off, f_off, m_off, d.start)
+                tr.append(d.trans.ravel())
+                fi.append(d.final.view(np.uint8))
+                mk.append(np.asarray(ids, dtype=np.int32))
+                t_off += d.trans.size
+                f_off += d.num_states
+                m_off += len(ids)
+            embedded = (info, np.concatenate(tr), np.concatenate(fi), np.concatenate(mk))
+        else:  # (most programs: no And/Not operand or Special automaton)
+            embedded = _NO_EMBEDS
         status, nfa_states, trans, final, c_src, c_rule, c_dst = K.build_dfa(
             np.asarray(self.ops, dtype=np.int32), np.frombuffer(bytes(self.lit) or b"\0", dtype=np.uint8),
-            info, np.concatenate(tr), np.concatenate(fi), np.concatenate(mk), mask_ptr, mask_cls,
-            ncls, max_nfa_states, max_dfa_states)
+            *embedded, mask_ptr, mask_cls, ncls, max_nfa_states, max_dfa_states)
         if status == K.NFA_LIMIT:
             raise LimitExceededError(f"grammar automaton exceeds {max_nfa_states} NFA states", limit="max_nfa_states")
         if status == K.DFA_LIMIT:
             raise LimitExceededError(f"grammar automaton exceeds {max_dfa_states} DFA states", limit="max_dfa_states")
-        return DFA(byte_class, trans, final.astype(bool), c_src, c_rule, c_dst, 0), int(nfa_states)
+        return DFA(byte_class, trans, final.view(bool), c_src, c_rule, c_dst, 0), int(nfa_states)
 
 
 # ---------------------------------------------------------------------------- trim, minimize
@@ -411,13 +416,15 @@ def is_productive(dfa: DFA, productive: np.ndarray | None = None) -> bool:
     """Does ``dfa`` accept any string (calls of rules ``r`` with ``not productive[r]`` are dead)?"""
     alone = dfa.__dict__.get("_accepts_without_calls")
     if alone is None:  # (remembered: rule tables are shared between grammars)
-        none = np.zeros(0, dtype=np.int32)
         alone = dfa.__dict__["_accepts_without_calls"] = reaches_final(
-            dfa.trans, dfa.final.view(np.uint8), none, none, none, np.zeros(1, dtype=np.uint8), dfa.start)
+            dfa.trans, dfa.final.view(np.uint8), _NO_CALLS, _NO_CALLS, _NO_CALLS, _NO_RULES_KEPT, dfa.start)
     if alone or dfa.call_src.shape[0] == 0:
         return alone
     ok = _kept_rules(dfa, productive)
     return reaches_final(dfa.trans, dfa.final.view(np.uint8), dfa.call_src, dfa.call_rule, dfa.call_dst, ok, dfa.start)
+
+
+_NO_RULES_KEPT = np.zeros(1, dtype=np.uint8)  # (read only)
 
 
 def _kept_rules(dfa: DFA, productive: np.ndarray | None) -> np.ndarray:

@@ -483,8 +483,10 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
                     changed = len(members) > 1
     if not productive[0]:
         raise GrammarError(f"the grammar's language is empty (root rule {grammar.root!r} derives no string)")
-    # (a rule DFA is minimal already unless it calls an unproductive rule or is empty itself)
-    trimmed = [(d if productive[d.call_rule].all() and d.final.any() else minimize(d, productive))
+    # (a rule DFA is minimal already unless it calls an unproductive rule; a productive one reaches
+    # a final state, so it is not empty)
+    every = bool(productive.all())
+    trimmed = [(d if every or productive[d.call_rule].all() else minimize(d, productive))
                if productive[i] else None for i, d in enumerate(dfas)]
 
     # Keep only rules reachable from the root through call edges.
