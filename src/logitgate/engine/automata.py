@@ -220,7 +220,7 @@ class Program:
         self.ops: list[int] = []
         self.lit = bytearray()
         self.sets: dict[int, int] = {}
-        self.embeds: list[tuple[DFA, list[int]]] = []
+        self.embeds: list[tuple[DFA, list[int] | None]] = []
         #: rules jumped to (``goto``): label of each, and their bodies, written after the main program
         self.labels: dict[str, int] = {}
         self._label_bodies: list[Expr] = []
@@ -345,7 +345,7 @@ class Program:
 
     def _embed(self, dfa: DFA) -> None:
         self.ops += (K.OP_EMBED, len(self.embeds))
-        self.embeds.append((dfa, [self._set_id(m) for m in dfa.classes]))
+        self.embeds.append((dfa, None))  # (its classes' set ids: made by determinize, if it needs them)
 
     def _classes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Coarsest byte classes refining every mask used; ``(byte_class, mask_ptr, mask_cls)``."""
@@ -372,6 +372,8 @@ class Program:
                 raise LimitExceededError(f"grammar automaton exceeds {max_nfa_states} NFA states",
                                          limit="max_nfa_states")
             return d, d.num_states + 1
+        # the set ids of embedded automata's classes (not made for a program that is one embed, above)
+        self.embeds = [(d, [self._set_id(m) for m in d.classes] if ids is None else ids) for d, ids in self.embeds]
         byte_class, mask_ptr, mask_cls = self._classes()
         ncls = int(byte_class.max()) + 1
         if self._literals is not None:  # a set of literals alone
