@@ -448,8 +448,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     dfas: list[DFA] = []
     nfa_states = 0
     for name in called:
-        key = None if name == g.root else (rules[name], resolution(name), limits.max_dfa_states)
-        hit = None if key is None else _RULE_DFAS.get(key)
+        key = (rules[name], resolution(name), limits.max_dfa_states)
+        hit = _RULE_DFAS.get(key)
         if hit is None:
             prog = Program(resolve, limits.max_dfa_states)
             prog.emit(rules[name])
@@ -458,7 +458,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
             # unless built directly (a Special's automaton: trimmed, and the same for equal input)
             if not dfa.as_built:
                 dfa = minimize(dfa) or dfa
-            if key is not None:
+            if name != g.root:  # (a root is one grammar's own automaton: kept, it would keep its IR alive)
                 _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called))
         else:
             used = hit.nfa_states
