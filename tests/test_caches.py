@@ -49,6 +49,18 @@ def test_rule_dfas_are_reused_across_grammars(monkeypatch: pytest.MonkeyPatch) -
     assert first.rule_hash == again.rule_hash
 
 
+def test_a_root_is_still_taken_from_the_cache_where_another_grammar_put_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A root is not put in the rule cache, but is looked up there: the builtin JSON grammar's root
+    is the any-value rule every schema with open objects caches, and is not built again."""
+    rtn.compile_rtn(Grammar.from_json_schema({"type": "object", "properties": {"n": {"type": "integer"}}}))
+    built = []
+    real = automata.Program.determinize
+    monkeypatch.setattr(automata.Program, "determinize", lambda self, *a: built.append(1) or real(self, *a))
+    r = rtn.compile_rtn(Grammar.builtin_json())
+    assert not built
+    assert r.num_states > 1
+
+
 def test_a_compile_leaves_no_reference_cycles() -> None:
     """What a compile builds is freed by reference counting alone (no closure that calls itself,
     no object graph that points back): the cyclic collector has nothing of ours to find. Garbage
