@@ -53,6 +53,7 @@ ALL_BYTES = (1 << 256) - 1
 RefResolver = Callable[[str], tuple]
 
 _NO_CALLS = np.zeros(0, dtype=np.int32)
+_NO_RULES_KEPT = np.zeros(1, dtype=np.uint8)  # ``reaches_final``'s rule filter when no call counts (read only)
 #: ``build_dfa``'s embedded-automaton arguments when there are none (read only)
 _NO_EMBEDS = (np.zeros((0, 6), dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8), np.zeros(0, np.int32))
 
@@ -424,9 +425,6 @@ def is_productive(dfa: DFA, productive: np.ndarray | None = None) -> bool:
         return alone
     ok = _kept_rules(dfa, productive)
     return reaches_final(dfa.trans, dfa.final.view(np.uint8), dfa.call_src, dfa.call_rule, dfa.call_dst, ok, dfa.start)
-
-
-_NO_RULES_KEPT = np.zeros(1, dtype=np.uint8)  # (read only)
 
 
 def _kept_rules(dfa: DFA, productive: np.ndarray | None) -> np.ndarray:
