@@ -359,6 +359,11 @@ def test_one_of_with_a_value_in_two_branches():
           good=[0, -3, 0.5], bad=[1, 2.5, "a", None, {}, {"a": 1}, [1], True])
     check({"oneOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]}, {"type": "integer"}]},
           good=[{"a": "x"}, "s", None, 1.5], bad=[1, {"a": 1}, {}])
+    # the oneOf inside an allOf (or a $ref with siblings): the enclosing schema is not checked whole
+    # either -- it holds the oneOf, and once took these branches for disjoint, accepting 3
+    inner = {"oneOf": [{"type": "integer", "maximum": 5}, {"enum": [3, 10]}]}
+    check({"allOf": [inner]}, good=[1, 10, -1], bad=[3, 11, 6])
+    check({"$defs": {"d": inner}, "$ref": "#/$defs/d", "minimum": 0}, good=[1, 10, 0], bad=[3, -1, 6])
     # two oneOfs in one conjunction: a branch's values are checked against the other oneOf whole
     check({"allOf": [{"oneOf": [{"enum": ["a", 1]}, {"type": "null"}]},
                      {"oneOf": [{"type": "array"}, {"type": "null"}, {"const": 1}]}]},

@@ -202,8 +202,9 @@ class Converter:
 
         Keywords the node has consumed are left out: the conjunction it is part of stands for them
         (an ``anyOf``/``oneOf`` by one branch, a ``not`` or dependency by what it expanded into,
-        an ignored keyword by nothing). A ``oneOf`` checked whole would wrongly say a value both
-        branches hold is in neither -- and disjointness tests would believe overlapping branches
+        an ``allOf`` or ``$ref`` by the nodes of their schemas, an ignored keyword by nothing). A
+        ``oneOf`` checked whole -- itself or inside an ``allOf`` -- would wrongly say a value both
+        branches hold is in neither, and disjointness tests would believe overlapping branches
         disjoint."""
         schema = node.schema
         if isinstance(schema, bool):
@@ -263,18 +264,24 @@ class Converter:
         base = self.refs.base_of(schema, base)
         consumed: frozenset = frozenset()
         inner = schema.get("not")
-        if isinstance(inner, dict) and "not" not in self.ignore and _only(inner, "not"):
-            consumed = frozenset({"not"})  # not(not(X)) is X
+        double_not = isinstance(inner, dict) and "not" not in self.ignore and _only(inner, "not")
+        ref = schema.get("$ref")
+        legacy_ref = ref is not None and self.draft in ("draft4", "draft6", "draft7")
+        # what the conjunction spells out beside the node: not(not(X)) is X, a followed $ref its
+        # target's nodes, allOf its members' (left out of the node's own checks, see validates)
+        spelled = (("not",) if double_not else ()) + (
+            ("$ref",) if ref is not None and not legacy_ref and "$ref" not in self.ignore else ()) + (
+            ("allOf",) if "allOf" in schema and "allOf" not in self.ignore else ())
+        if spelled:
+            consumed = frozenset(spelled)
         node = Node(schema, base, ptr, consumed)
         if node.key() in seen:
             return True
         seen.add(node.key())
-        if consumed:
+        if double_not:
             b2 = self.refs.base_of(inner, base)
             if not self.expand(inner["not"], b2, f"{ptr}/not/not", out, seen):
                 return False
-        ref = schema.get("$ref")
-        legacy_ref = ref is not None and self.draft in ("draft4", "draft6", "draft7")
         # (a node that is only a followed $ref adds nothing of its own: left out, every use of the
         # same target is the same conjunction, hence the same rule)
         if not legacy_ref and not (ref is not None and "$ref" not in self.ignore and _only(schema, "$ref")):
