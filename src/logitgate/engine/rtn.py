@@ -250,33 +250,41 @@ def _measure(e: Expr, t: type, ref_size: dict[str, int], cap: int, depth: int) -
 def _is_lexeme_like(e: Expr, min_bytes: int) -> bool:
     """True if ``e`` repeats (unboundedly or widely) over a large set of bytes, e.g. string bodies."""
     stack = [e]
+    pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
-        x = stack.pop()
+        x = pop()
         t = type(x)
-        if t is Repeat:
+        if t is Seq or t is Alt or t is And:
+            extend(x.items)  # type: ignore[attr-defined]
+        elif t is Repeat:
             if (x.max is None or x.max >= 16) and _width(x.item) >= min_bytes:  # type: ignore[attr-defined]
                 return True
-            stack.append(x.item)  # type: ignore[attr-defined]
-        elif t is Special:
-            if x.spec.lexeme_like:  # type: ignore[attr-defined]
-                return True
-        elif t is not Bytes and t is not ByteSet and t is not Ref:
-            stack.extend(x.children())
+            push(x.item)  # type: ignore[attr-defined]
+        elif t is Not:
+            push(x.item)  # type: ignore[attr-defined]
+        elif t is Special and x.spec.lexeme_like:  # type: ignore[attr-defined]
+            return True
     return False
 
 
 def _width(e: Expr) -> int:
-    """Number of distinct first bytes an expression can start with (approximation)."""
-    if isinstance(e, Bytes):
-        return 1 if e.value else 0
-    if isinstance(e, ByteSet):
-        return sum(hi - lo + 1 for lo, hi in e.ranges)
-    if isinstance(e, Alt):
-        return min(256, sum(_width(x) for x in e.items))
-    if isinstance(e, Seq):
-        return _width(e.items[0]) if e.items else 0
-    if isinstance(e, Repeat):
-        return _width(e.item)
+    """Number of distinct first bytes an expression can start with (approximation, at most 256)."""
+    t = type(e)
+    if t is ByteSet:
+        return e.to_mask().bit_count()  # type: ignore[attr-defined]
+    if t is Bytes:
+        return 1 if e.value else 0  # type: ignore[attr-defined]
+    if t is Alt:
+        n = 0
+        for x in e.items:  # type: ignore[attr-defined]
+            n += _width(x)
+            if n >= 256:
+                return 256
+        return n
+    if t is Seq:
+        return _width(e.items[0]) if e.items else 0  # type: ignore[attr-defined]
+    if t is Repeat:
+        return _width(e.item)  # type: ignore[attr-defined]
     return 0
 
 

@@ -37,7 +37,7 @@ Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -328,11 +328,11 @@ def byteset(*ranges: tuple[int, int] | int, negate: bool = False) -> Expr:
 
 
 def seq(*items: Expr) -> Expr:
-    return _fresh_normal(_normalize(Seq(items)))
+    return _fresh_normal(_normal_seq(items, None))
 
 
 def alt(*items: Expr) -> Expr:
-    return _fresh_normal(_normalize(Alt(items)))
+    return _fresh_normal(_normal_alt(items, None))
 
 
 def literal_alt(values: Iterable[bytes]) -> Expr:
@@ -349,7 +349,9 @@ def literal_alt(values: Iterable[bytes]) -> Expr:
 
 
 def repeat(item: Expr, min: int = 0, max: int | None = None) -> Expr:
-    return _fresh_normal(_normalize(Repeat(item, min, max)))
+    if min < 0 or (max is not None and max < min):
+        Repeat(item, min, max)  # (raises: bad bounds)
+    return _fresh_normal(_normal_repeat(item, min, max, None))
 
 
 def and_(*items: Expr) -> Expr:
@@ -415,65 +417,87 @@ def _normal_item(it: Expr) -> Expr:
     return normalize(it)
 
 
+def _normal_seq(items: Sequence[Expr], e: Expr | None) -> Expr:
+    """The normal form of ``Seq(items)``; ``e``, when given, is that node (returned when it is its
+    own normal form; a builder passes None and the node is made only once, here)."""
+    out: list[Expr] = []
+    same = type(items) is tuple  # the items as they are: no copy
+    for it in items:
+        n = _normal_item(it)
+        if type(n) is Seq:
+            parts, same = n.items, False  # type: ignore[attr-defined]
+        else:
+            parts, same = (n,), same and n is it
+        for p in parts:
+            tp = type(p)
+            if tp is Bytes:
+                if not p.value:  # type: ignore[attr-defined]
+                    same = False
+                    continue
+                if out and type(out[-1]) is Bytes:
+                    out[-1] = Bytes(out[-1].value + p.value)  # type: ignore[attr-defined]
+                    same = False
+                    continue
+            elif tp is Alt and not p.items:  # type: ignore[attr-defined]
+                return NOTHING
+            out.append(p)
+    if not out:
+        return EMPTY
+    if len(out) == 1:
+        return out[0]
+    if same:
+        return e if e is not None else Seq(items)  # type: ignore[arg-type]
+    return Seq(tuple(out))
+
+
+def _normal_alt(items: Sequence[Expr], e: Expr | None) -> Expr:
+    """The normal form of ``Alt(items)`` (``e`` as for :func:`_normal_seq`)."""
+    alts: list[Expr] = []
+    seen: set[Expr] = set()
+    same = type(items) is tuple
+    for it in items:
+        n = _normal_item(it)
+        if type(n) is Alt:
+            parts, same = n.items, False  # type: ignore[attr-defined]
+        else:
+            parts, same = (n,), same and n is it
+        for p in parts:
+            if p not in seen:
+                seen.add(p)
+                alts.append(p)
+            else:
+                same = False
+    if len(alts) == 1:
+        return alts[0]
+    if same:
+        return e if e is not None else Alt(items)  # type: ignore[arg-type]
+    return Alt(tuple(alts))
+
+
+def _normal_repeat(item: Expr, lo: int, hi: int | None, e: Expr | None) -> Expr:
+    """The normal form of ``Repeat(item, lo, hi)`` (``e`` as for :func:`_normal_seq`)."""
+    n = _normal_item(item)
+    if hi == 0 or (type(n) is Bytes and not n.value):  # type: ignore[attr-defined]
+        return EMPTY
+    if type(n) is Alt and not n.items:  # type: ignore[attr-defined]
+        return EMPTY if lo == 0 else NOTHING
+    if lo == 1 and hi == 1:
+        return n
+    if e is not None and n is item:
+        return e
+    return Repeat(n, lo, hi)
+
+
 def _normalize(e: Expr) -> Expr:
     t = type(e)
     if t is Seq:
-        out: list[Expr] = []
-        same = type(e.items) is tuple  # the items as they are: ``e`` is its own normal form (no copy)
-        for it in e.items:
-            n = _normal_item(it)
-            if type(n) is Seq:
-                parts, same = n.items, False  # type: ignore[attr-defined]
-            else:
-                parts, same = (n,), same and n is it
-            for p in parts:
-                tp = type(p)
-                if tp is Bytes:
-                    if not p.value:  # type: ignore[attr-defined]
-                        same = False
-                        continue
-                    if out and type(out[-1]) is Bytes:
-                        out[-1] = Bytes(out[-1].value + p.value)  # type: ignore[attr-defined]
-                        same = False
-                        continue
-                elif tp is Alt and not p.items:  # type: ignore[attr-defined]
-                    return NOTHING
-                out.append(p)
-        if not out:
-            return EMPTY
-        if len(out) == 1:
-            return out[0]
-        return e if same else Seq(tuple(out))
+        return _normal_seq(e.items, e)  # type: ignore[attr-defined]
     if t is Alt:
-        alts: list[Expr] = []
-        seen: set[Expr] = set()
-        same = type(e.items) is tuple
-        for it in e.items:
-            n = _normal_item(it)
-            if type(n) is Alt:
-                parts, same = n.items, False  # type: ignore[attr-defined]
-            else:
-                parts, same = (n,), same and n is it
-            for p in parts:
-                if p not in seen:
-                    seen.add(p)
-                    alts.append(p)
-                else:
-                    same = False
-        if len(alts) == 1:
-            return alts[0]
-        return e if same else Alt(tuple(alts))
+        return _normal_alt(e.items, e)  # type: ignore[attr-defined]
     if t is ByteSet:
         return _norm_byteset(e)  # type: ignore[arg-type]
-    if isinstance(e, Repeat):
-        item = normalize(e.item)
-        if e.max == 0 or (type(item) is Bytes and not item.value):
-            return EMPTY
-        if type(item) is Alt and not item.items:
-            return EMPTY if e.min == 0 else NOTHING
-        if e.min == 1 and e.max == 1:
-            return item
-        return Repeat(item, e.min, e.max)
+    if t is Repeat:
+        return _normal_repeat(e.item, e.min, e.max, e)  # type: ignore[attr-defined]
     if isinstance(e, And):
         items: list[Expr] = []
         for it in e.items:

@@ -141,11 +141,13 @@ def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool]], extr
     def from_(k: int) -> Expr | None:  # member k or a later one, or the extra members (None: nothing)
         return Ref(f"{prefix}.k{k}") if k < n else extras
 
+    comma = seq(ws, lit(","), ws)
+
     def after(k: int, first: bool) -> Expr:  # what may follow the opening brace or a member
         opts = [close] if next_required[k] >= n and not (first and min_p) else []
         nxt = from_(k)
         if nxt is not None:
-            opts.append(seq(ws, nxt) if first else seq(ws, lit(","), ws, nxt))
+            opts.append(seq(ws if first else comma, nxt))
         return alt(*opts)
 
     for j, (_, member, required) in enumerate(members):
