@@ -262,19 +262,20 @@ class Converter:
         if not isinstance(schema, dict):
             raise SchemaError(f"a schema must be an object or a boolean, not {type(schema).__name__}", pointer=ptr)
         base = self.refs.base_of(schema, base)
-        consumed: frozenset = frozenset()
         inner = schema.get("not")
         double_not = isinstance(inner, dict) and "not" not in self.ignore and _only(inner, "not")
         ref = schema.get("$ref")
         legacy_ref = ref is not None and self.draft in ("draft4", "draft6", "draft7")
-        # what the conjunction spells out beside the node: not(not(X)) is X, a followed $ref its
-        # target's nodes, allOf its members' (left out of the node's own checks, see validates)
-        spelled = (("not",) if double_not else ()) + (
-            ("$ref",) if ref is not None and not legacy_ref and "$ref" not in self.ignore else ()) + (
-            ("allOf",) if "allOf" in schema and "allOf" not in self.ignore else ())
-        if spelled:
-            consumed = frozenset(spelled)
-        node = Node(schema, base, ptr, consumed)
+        # what the conjunction spells out beside the node, left out of the node's own checks (see
+        # validates): not(not(X)) is X's nodes, a followed $ref its target's, allOf its members'
+        spelled: set[str] = set()
+        if double_not:
+            spelled.add("not")
+        if ref is not None and not legacy_ref and "$ref" not in self.ignore:
+            spelled.add("$ref")
+        if "allOf" in schema and "allOf" not in self.ignore:
+            spelled.add("allOf")
+        node = Node(schema, base, ptr, frozenset(spelled))
         if node.key() in seen:
             return True
         seen.add(node.key())
