@@ -18,6 +18,7 @@ automaton as built rather than quotes around it for the subset construction to w
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -43,10 +44,12 @@ def counted_content(lo: int, hi: int | None) -> Expr:
 _CHAR: list[Any] = []  # the automaton of one encoded character, once made
 
 
+@functools.lru_cache(maxsize=256)
 def string_value(content: Expr) -> Expr:
     """The JSON string ``"content"``: counted contents as one automaton, quotes included (a rule
     that is nothing else then uses it as built, where quotes around it would make the subset
-    construction walk its layers again)."""
+    construction walk its layers again). One node per content (remembered): the common string
+    values of different grammars are then the same object, which rule lookups compare at once."""
     if type(content) is Special and content.kind == KIND:  # type: ignore[attr-defined]
         return Special(KIND, (*content.args[:2], True))  # type: ignore[attr-defined]
     return seq(lit('"'), content, lit('"'))

@@ -6,6 +6,7 @@ an unconstrained JSON value.
 
 from __future__ import annotations
 
+import functools
 import json
 from fractions import Fraction
 from typing import Any
@@ -72,6 +73,13 @@ def json_type(v: Any) -> str:
     raise TypeError(f"not a JSON value: {v!r}")
 
 
+@functools.lru_cache(maxsize=64)
+def _whitespace(max_bytes: int | None) -> Expr:
+    """A JSON whitespace run of at most ``max_bytes`` bytes: one node per bound, shared by every
+    grammar (identical nodes compare and hash at once wherever rules are looked up)."""
+    return repeat(byteset(*_WS_BYTES), 0, max_bytes)
+
+
 class Lexer:
     """Whitespace and literal spelling policy of one grammar."""
 
@@ -84,10 +92,7 @@ class Lexer:
         if max_whitespace is not None and max_whitespace < 0:
             raise SchemaError("max_whitespace must be >= 0")
         self.literal_spellings = literal_spellings
-        if whitespace == "compact":
-            self.ws: Expr = EMPTY
-        else:
-            self.ws = repeat(byteset(*_WS_BYTES), 0, max_whitespace)
+        self.ws: Expr = EMPTY if whitespace == "compact" else _whitespace(max_whitespace)
 
     # -- strings
     def str_content_literal(self, s: str) -> Expr:
