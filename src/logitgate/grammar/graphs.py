@@ -28,37 +28,42 @@ def strongly_connected_components(graph: Mapping[K, Iterable[K]]) -> list[list[K
     for root in graph:
         if root in index:
             continue
-        work = [(root, iter(graph[root]))]
         index[root] = low[root] = counter
         counter += 1
         stack.append(root)
         on_stack.add(root)
+        work = [(root, iter(graph[root]))]
         while work:
             v, it = work[-1]
-            advanced = False
             for w in it:
-                if w not in index:
+                if w not in index:  # descend into w (its successors next)
                     index[w] = low[w] = counter
                     counter += 1
                     stack.append(w)
                     on_stack.add(w)
                     work.append((w, iter(graph[w])))
-                    advanced = True
                     break
-                if w in on_stack:
-                    low[v] = min(low[v], index[w])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                out.append(comp)
+                if w in on_stack and index[w] < low[v]:
+                    low[v] = index[w]
+            else:  # v is done
+                work.pop()
+                lv = low[v]
+                if work:
+                    u = work[-1][0]
+                    if lv < low[u]:
+                        low[u] = lv
+                if lv == index[v]:
+                    if stack[-1] == v:  # (most components are one node)
+                        stack.pop()
+                        on_stack.discard(v)
+                        out.append([v])
+                        continue
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    out.append(comp)
     return out
