@@ -87,7 +87,7 @@ def build_array(cv: Converter, nodes: list[Node]) -> Expr:
     if limit is not None and min_i > limit:
         return NOTHING
     ws = cv.lex.ws
-    sep_first, sep_more = ws, seq(ws, lit(","), ws)
+    sep_first, sep_more = ws, cv.lex.comma
 
     def sep(i: int) -> Expr:
         return sep_first if i == 0 else sep_more
@@ -244,7 +244,7 @@ def _unique_array(cv: Converter, nodes: list, comps: list, contains: list, plen:
         if count >= min_i:
             opts.append(EMPTY)
         if count < maxlen:
-            sep = ws if count == 0 else seq(ws, lit(","), ws)
+            sep = ws if count == 0 else cv.lex.comma
             for j, e in enumerate(lits):
                 if not used >> j & 1:
                     opts.append(seq(sep, e, state(used | 1 << j)))

@@ -10,7 +10,6 @@ match. ``propertyNames`` restricts every key; ``min/maxProperties`` count member
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any
 
 from ...errors import LimitExceededError, SchemaError
@@ -115,18 +114,6 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
     return _members_counted(cv, members, extra, min_p, max_p)
 
 
-@functools.lru_cache(maxsize=16)
-def _closing(ws: Expr) -> Expr:
-    """Whitespace then ``}`` (one node per whitespace policy, shared by every object)."""
-    return seq(ws, lit("}"))
-
-
-@functools.lru_cache(maxsize=16)
-def _separator(ws: Expr) -> Expr:
-    """A comma between members, whitespace around it (one node per whitespace policy)."""
-    return seq(ws, lit(","), ws)
-
-
 def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool]], extra: Expr | None,
                       min_p: int) -> Expr:
     """The object ``{...}`` with declared members in order, then extra members (no maxProperties;
@@ -145,7 +132,7 @@ def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool]], extr
     next_required = [n] * (n + 1)  # first required member at or after k (n: none)
     for k in range(n - 1, -1, -1):
         next_required[k] = k if members[k][2] else next_required[k + 1]
-    close = _closing(ws)
+    close = cv.lex.close_object
     extras = None if extra is None else seq(extra, repeat(seq(ws, lit(","), ws, extra), 0, None), close)
     if extras is not None and n:
         cv.rules[f"{prefix}.x"] = extras
@@ -154,7 +141,7 @@ def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool]], extr
     def from_(k: int) -> Expr | None:  # member k or a later one, or the extra members (None: nothing)
         return Ref(f"{prefix}.k{k}") if k < n else extras
 
-    comma = _separator(ws)
+    comma = cv.lex.comma
 
     def after(k: int, first: bool) -> Expr:  # what may follow the opening brace or a member
         opts = [close] if next_required[k] >= n and not (first and min_p) else []
@@ -178,7 +165,7 @@ def _members_counted(cv: Converter, members: list[tuple[str, Expr, bool]], extra
     one rule per (position, members so far)."""
     ws = cv.lex.ws
     sep_first = ws
-    sep_more = _separator(ws)
+    sep_more = cv.lex.comma
     cap = max(min_p, 1) if max_p is None else max_p
 
     def tail(c: int) -> Expr:

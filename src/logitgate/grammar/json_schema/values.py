@@ -74,10 +74,11 @@ def json_type(v: Any) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _whitespace(max_bytes: int | None) -> Expr:
-    """A JSON whitespace run of at most ``max_bytes`` bytes: one node per bound, shared by every
-    grammar (identical nodes compare and hash at once wherever rules are looked up)."""
-    return repeat(byteset(*_WS_BYTES), 0, max_bytes)
+def _layout(whitespace: str, max_bytes: int | None) -> tuple[Expr, Expr, Expr]:
+    """``(ws, comma, close_object)`` of a whitespace policy: one node each per policy, shared by
+    every grammar (identical nodes compare and hash at once wherever rules are looked up)."""
+    ws = EMPTY if whitespace == "compact" else repeat(byteset(*_WS_BYTES), 0, max_bytes)
+    return ws, seq(ws, lit(","), ws), seq(ws, lit("}"))
 
 
 class Lexer:
@@ -92,7 +93,8 @@ class Lexer:
         if max_whitespace is not None and max_whitespace < 0:
             raise SchemaError("max_whitespace must be >= 0")
         self.literal_spellings = literal_spellings
-        self.ws: Expr = EMPTY if whitespace == "compact" else _whitespace(max_whitespace)
+        #: whitespace between tokens, a comma between members or items, the end of an object
+        self.ws, self.comma, self.close_object = _layout(whitespace, max_whitespace)
 
     # -- strings
     def str_content_literal(self, s: str) -> Expr:
