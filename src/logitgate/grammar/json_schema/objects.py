@@ -132,16 +132,14 @@ def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool]], extr
     next_required = [n] * (n + 1)  # first required member at or after k (n: none)
     for k in range(n - 1, -1, -1):
         next_required[k] = k if members[k][2] else next_required[k + 1]
-    close = cv.lex.close_object
-    extras = None if extra is None else seq(extra, repeat(seq(ws, lit(","), ws, extra), 0, None), close)
+    close, comma = cv.lex.close_object, cv.lex.comma
+    extras = None if extra is None else seq(extra, repeat(seq(comma, extra), 0, None), close)
     if extras is not None and n:
         cv.rules[f"{prefix}.x"] = extras
         extras = Ref(f"{prefix}.x")
 
     def from_(k: int) -> Expr | None:  # member k or a later one, or the extra members (None: nothing)
         return Ref(f"{prefix}.k{k}") if k < n else extras
-
-    comma = cv.lex.comma
 
     def after(k: int, first: bool) -> Expr:  # what may follow the opening brace or a member
         opts = [close] if next_required[k] >= n and not (first and min_p) else []
