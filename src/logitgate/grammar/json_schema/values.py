@@ -154,7 +154,7 @@ class Lexer:
                 return seq(lit("["), ws, lit("]"))
             items: list[Expr] = [lit("["), ws, self.value_literal(v[0])]
             for x in v[1:]:
-                items += [ws, lit(","), ws, self.value_literal(x)]
+                items += [self.comma, self.value_literal(x)]
             items += [ws, lit("]")]
             return seq(*items)
         if isinstance(v, dict):
@@ -163,7 +163,7 @@ class Lexer:
             items = [lit("{"), ws]
             for i, (k, x) in enumerate(v.items()):
                 if i:
-                    items += [ws, lit(","), ws]
+                    items.append(self.comma)
                 items += [self.str_literal(k), ws, lit(":"), ws, self.value_literal(x)]
             items += [ws, lit("}")]
             return seq(*items)
@@ -188,8 +188,8 @@ class Lexer:
         string = seq(lit('"'), any_string_content(), lit('"'))
         number, nrules = number_expr(TRUE, rule_prefix=f"{prefix}.num")
         member = seq(string, ws, lit(":"), ws, v)
-        obj = seq(lit("{"), ws, alt(EMPTY, seq(member, repeat(seq(ws, lit(","), ws, member)), ws)), lit("}"))
-        arr = seq(lit("["), ws, alt(EMPTY, seq(v, repeat(seq(ws, lit(","), ws, v)), ws)), lit("]"))
+        obj = seq(lit("{"), ws, alt(EMPTY, seq(member, repeat(seq(self.comma, member)), ws)), lit("}"))
+        arr = seq(lit("["), ws, alt(EMPTY, seq(v, repeat(seq(self.comma, v)), ws)), lit("]"))
         rules = {
             f"{prefix}.value": alt(
                 Ref(f"{prefix}.object"), Ref(f"{prefix}.array"), Ref(f"{prefix}.string"), number,
