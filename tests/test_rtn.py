@@ -197,6 +197,25 @@ def test_digests_remembered_for_cached_rules_are_the_digests_computed_afresh(mon
     assert roots == [_digest(_pair("text"), "root"), _digest(_pair("text", other_body), "root")]
 
 
+def test_digests_are_made_at_first_use(monkeypatch) -> None:
+    """The compile leaves the digests to the first mask lookup (its inputs kept until then), and
+    they are what digesting at once gives."""
+    from logitgate.engine import rtn as rtn_module
+
+    calls: list[int] = []
+    real = rtn_module._rule_hashes
+    monkeypatch.setattr(rtn_module, "_rule_hashes", lambda names, dfas: calls.append(1) or real(names, dfas))
+    rtn = compile_rtn(_pair("text"))
+    assert calls == [] and rtn.digest_input is not None
+    names, dfas = rtn.digest_input
+    eager = real(names, dfas)
+    key = rtn.state_key(rtn.root_start)
+    assert calls == [1] and rtn.digest_input is None  # made once, its inputs let go
+    assert rtn.rule_hash == eager and key == (eager[0], 0)
+    rtn.state_key(rtn.num_states - 1)
+    assert calls == [1]
+
+
 def test_rules_inside_an_intersection_are_never_merged_or_hosts() -> None:
     """``word`` is used inside an ``And`` operand and reads ``tail`` last (twice): merging ``tail``
     into it would make ``word`` a called rule, which an operand cannot use (this raised "not

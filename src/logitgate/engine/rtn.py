@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -67,7 +68,6 @@ class RTN:
     rule_start: np.ndarray  # int32[num_rules]
     rule_of_state: np.ndarray  # int32[num_states]
     local_index: np.ndarray  # int32[num_states]: index of the state inside its rule's DFA
-    rule_hash: list[str]  # per rule: digest of its DFA and everything it calls
     byte_class: np.ndarray  # int32[256]: global byte classes, numbered by their lowest byte
     num_classes: int
     trans: np.ndarray  # int32[num_states * num_classes]
@@ -82,6 +82,25 @@ class RTN:
     #: per rule index, ``(m, count, lo, hi)`` when its states are layers of a counted repetition
     #: (a counted string: see :meth:`mask_representative`)
     layers: dict = field(default_factory=dict)
+    #: the rule names and DFAs the digests (:attr:`rule_hash`) are made of, until they are made
+    digest_input: tuple[list[str], list[DFA]] | None = field(default=None, repr=False)
+
+    @property
+    def rule_hash(self) -> list[str]:
+        """Per rule: digest of its DFA and everything it calls (:func:`_rule_hashes`).
+
+        Made when first asked for -- by the first mask looked up in a mask store, not by the
+        compile: a grammar's compile is what its first mask waits for, and the digests are not
+        part of it."""
+        hashes = self.__dict__.get("_rule_hash")
+        if hashes is None:
+            with _DIGEST_LOCK:  # (made once: the digest caches are shared between grammars)
+                hashes = self.__dict__.get("_rule_hash")
+                if hashes is None:
+                    assert self.digest_input is not None
+                    hashes = self.__dict__["_rule_hash"] = _rule_hashes(*self.digest_input)
+                    self.digest_input = None  # (the rule DFAs: no longer needed here)
+        return hashes
 
     @property
     def num_states(self) -> int:
@@ -555,6 +574,7 @@ class _NamedCalls:
 
 
 _SERIALS = itertools.count()
+_DIGEST_LOCK = threading.Lock()
 
 
 #: rule DFAs by (body, resolution of what it inlines or calls, DFA limit), process-wide: grammars
@@ -616,14 +636,12 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
     if status == TOO_MANY_CHAINS:
         raise LimitExceededError(f"grammar has more than {limits.max_chains} call chains", limit="max_chains")
     ncls = int(byte_class.max()) + 1
-    rule_hash = _rule_hashes(names, dfas)
     layers = {i: d.__dict__["_layers"] for i, d in enumerate(dfas) if "_layers" in d.__dict__}
     return RTN(
         rule_names=names,
         rule_start=rule_start,
         rule_of_state=rule_of_state,
         local_index=local_index,
-        rule_hash=rule_hash,
         byte_class=byte_class,
         num_classes=ncls,
         trans=trans,
@@ -637,6 +655,7 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
         stats={"rules": len(names), "states": len(final), "classes": ncls, "chains": len(chain_target),
                "nfa_states": nfa_states},
         layers=layers,
+        digest_input=(names, dfas),
     )
 
 
