@@ -415,11 +415,10 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
 
     # A rule used more than once is called if it is large or lexeme-like (one used once, if it is
     # both). Sizes (with inlined references expanded) are estimated bottom-up for those rules and
-    # what they refer to only.
-    lexeme = {n: _is_lexeme_like(rules[n], limits.lexeme_min_bytes) for n in rules
-              if n != g.root and n not in recursive and n not in forced_inline}
-    candidates = [n for n, lex in lexeme.items()
-                  if refcount[n] > 1 or (lex and _size(rules[n], {}, limits.inline_max_size) > limits.inline_max_size)]
+    # what they refer to only; a rule used more than once is tested for lexemes only if it is small.
+    min_bytes, cap = limits.lexeme_min_bytes, limits.inline_max_size
+    candidates = [n for n in rules if n != g.root and n not in recursive and n not in forced_inline
+                  and (refcount[n] > 1 or (_is_lexeme_like(rules[n], min_bytes) and _size(rules[n], {}, cap) > cap))]
     sizes: dict[str, int] = {}
     if candidates:
         needed = set(candidates)
@@ -432,10 +431,10 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
         for comp in sccs:  # callees first
             for n in comp:
                 if n in needed:
-                    sizes[n] = _size(rules[n], sizes, limits.inline_max_size)
+                    sizes[n] = _size(rules[n], sizes, cap)
     called_set = {g.root} | recursive
     for n in candidates:
-        if sizes[n] > limits.inline_max_size or lexeme[n]:
+        if sizes[n] > cap or _is_lexeme_like(rules[n], min_bytes):  # (used once: known lexeme-like)
             called_set.add(n)
     merged = _tail_merges(rules, refs, all_refs, refcount, g.root, called_set, forced_inline, limits.merge_max_rules)
     called_set.difference_update(merged)
