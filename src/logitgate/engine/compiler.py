@@ -323,8 +323,9 @@ class GrammarCompiler:
         CPython 3.11), so a compile or a first mask made by functions run once or twice at start-up
         is slower than the same work later: a first real compile of a small schema 1.7 ms instead
         of 1.3 (and of the fixed suite's nested schema, with a pattern and bounded strings and
-        arrays, 2.2 ms before the schema here had those keywords, 2.05 after). It also leaves the masks of the common JSON lexemes (strings, numbers) in the shared
-        mask cache, as the first requests of a server would. Nothing is added to the compile cache.
+        arrays, 2.2 ms before the schema here had those keywords, 2.05 after). It also leaves the
+        masks of the common JSON lexemes (strings, numbers) in the shared mask cache, as the first
+        requests of a server would. Nothing is added to the compile cache.
         Returns how many of the texts were walked to the end of their grammar.
         """
         from .matcher import GrammarMatcher
@@ -337,7 +338,8 @@ class GrammarCompiler:
             value = {f"name{i}": "Ab c", f"count{i}": 12, f"score{i}": -1.5e3, f"ok{i}": True,
                      f"tags{i}": ["x"], f"kind{i}": i, f"sub{i}": {"x": 1}, f"day{i}": "2024-01-02",
                      f"maybe{i}": None, f"tree{i}": {"v": 1, "kids": [{"v": 2, "kids": []}]},
-                     f"code{i}": "AB-1", f"short{i}": "xy", f"pct{i}": 50, f"few{i}": [1, 2], f"map{i}": {"k_" + "1" * (i + 1): 1}}
+                     f"code{i}": "AB-1", f"short{i}": "xy", f"pct{i}": 50, f"few{i}": [1, 2],
+                     f"map{i}": {"k_" + "1" * (i + 1): 1}}
             types = {f"name{i}": {"type": "string"}, f"count{i}": {"type": "integer"},
                      f"score{i}": {"type": "number"}, f"ok{i}": {"type": "boolean"},
                      f"tags{i}": {"type": "array", "items": {"type": "string"}}, f"kind{i}": {"enum": ["a", i]},

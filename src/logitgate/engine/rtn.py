@@ -89,9 +89,8 @@ class RTN:
     def rule_hash(self) -> list[str]:
         """Per rule: digest of its DFA and everything it calls (:func:`_rule_hashes`).
 
-        Made when first asked for -- by the first mask looked up in a mask store, not by the
-        compile: a grammar's compile is what its first mask waits for, and the digests are not
-        part of it."""
+        Made when first asked for -- at a grammar's first mask, which looks states up in the mask
+        store by them -- not by the compile, which does not need them."""
         hashes = self.__dict__.get("_rule_hash")
         if hashes is None:
             with _DIGEST_LOCK:  # (made once: the digest caches are shared between grammars)
