@@ -473,19 +473,26 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     dfas: list[DFA] = []
     nfa_states = 0
     for name in called:
-        key = (rules[name], resolution(name), limits.max_dfa_states)
-        hit = _RULE_DFAS.get(key)
+        body = rules[name]
+        # (a root is looked up only if some grammar cached a rule with its body: nearly always a
+        # root is a grammar's own, and making its key walks every rule it inlines)
+        key = None if name == g.root and hash(body) not in _CACHED_BODIES else (
+            body, resolution(name), limits.max_dfa_states)
+        hit = None if key is None else _RULE_DFAS.get(key)
         if hit is None:
             prog = Program(resolve, limits.max_dfa_states)
-            prog.emit(rules[name])
+            prog.emit(body)
             dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states)
             # minimal assuming every callee is productive (they nearly always are; see below),
             # unless built directly (a Special's automaton: trimmed, and the same for equal input)
             if not dfa.as_built:
                 dfa = minimize(dfa) or dfa
             if name != g.root:  # (a root is one grammar's own automaton: kept, it would keep its IR alive)
+                assert key is not None  # (only a root goes without)
                 _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called))
+                _cached_body(body)
         else:
+            _cached_body(body)
             used = hit.nfa_states
             if used > limits.max_nfa_states - nfa_states:
                 raise LimitExceededError(f"grammar automaton exceeds {limits.max_nfa_states} NFA states",
@@ -526,16 +533,19 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
             if r not in seen:
                 seen.add(r)
                 keep.append(r)
-    remap = np.full(len(called), -1, dtype=np.int32)
-    remap[keep] = np.arange(len(keep), dtype=np.int32)
-    names = [called[i] for i in keep]
-    rdfas: list[DFA] = []
-    for i in keep:
-        d = trimmed[i]
-        assert d is not None
-        if d.call_rule.shape[0]:
-            d = d.with_calls(d.call_src, remap[d.call_rule], d.call_dst)
-        rdfas.append(d)
+    if len(keep) == len(called) and keep == sorted(keep):  # (the common case: every rule, in order)
+        names, rdfas = called, trimmed  # type: ignore[assignment]
+    else:
+        remap = np.full(len(called), -1, dtype=np.int32)
+        remap[keep] = np.arange(len(keep), dtype=np.int32)
+        names = [called[i] for i in keep]
+        rdfas = []
+        for i in keep:
+            d = trimmed[i]
+            assert d is not None
+            if d.call_rule.shape[0]:
+                d = d.with_calls(d.call_src, remap[d.call_rule], d.call_dst)
+            rdfas.append(d)
 
     return _assemble(names, rdfas, limits, nfa_states)
 
@@ -579,6 +589,17 @@ _DIGEST_LOCK = threading.Lock()
 #: repeat rules (the any-JSON-value rules of every schema that allows extra properties). A rule's
 #: own name does not shape its DFA; the names it refers to are part of its body.
 _RULE_DFAS: LRU[_NamedCalls] = LRU(2048, max_bytes=256 << 20, weight=lambda e: e.dfa.nbytes)
+
+
+#: hashes of the bodies of rules put in (or found in) ``_RULE_DFAS``: a root whose body is not
+#: here is not looked up (bounded: cleared when large; hits add their bodies again)
+_CACHED_BODIES: set[int] = set()
+
+
+def _cached_body(body: Expr) -> None:
+    if len(_CACHED_BODIES) >= 16 * _RULE_DFAS.size:
+        _CACHED_BODIES.clear()
+    _CACHED_BODIES.add(hash(body))
 
 
 def _check_left_recursion(names: list[str], dfas: list[DFA]) -> None:
