@@ -199,6 +199,17 @@ def _nullable(e: Expr, nullable: dict[str, bool]) -> bool:
         return not e.value  # type: ignore[attr-defined]
     if t is ByteSet:
         return False
+    if t is not Ref and t is not Special and e._ref_free:  # type: ignore[attr-defined]
+        # (reference-free parts -- string bodies, numbers -- are shared: decided once, on the node)
+        v = e._nullable  # type: ignore[attr-defined]
+        if v < 0:
+            v = int(_nullable_of(e, t, nullable))
+            object.__setattr__(e, "_nullable", v)
+        return bool(v)
+    return _nullable_of(e, t, nullable)
+
+
+def _nullable_of(e: Expr, t: type, nullable: dict[str, bool]) -> bool:
     if t is Seq or t is And:
         return all(_nullable(x, nullable) for x in e.items)  # type: ignore[attr-defined]
     if t is Alt:

@@ -147,6 +147,8 @@ class _Composite(Expr):
     _ref_free: bool = field(default=False, init=False, repr=False, compare=False)  # known to hold no Ref
     #: the engine's size estimate of a reference-free node, once made (-1: not yet)
     _size: int = field(default=-1, init=False, repr=False, compare=False)
+    #: whether a reference-free node derives the empty string, once known (-1: not yet)
+    _nullable: int = field(default=-1, init=False, repr=False, compare=False)
 
     def _key(self) -> tuple:
         raise NotImplementedError
