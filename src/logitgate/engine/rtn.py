@@ -544,7 +544,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
             if r not in seen:
                 seen.add(r)
                 keep.append(r)
-    if len(keep) == len(called) and keep == sorted(keep):  # (the common case: every rule, in order)
+    if keep == list(range(len(called))):  # (the common case: every rule kept, in order)
         names, rdfas = called, trimmed  # type: ignore[assignment]
     else:
         remap = np.full(len(called), -1, dtype=np.int32)
