@@ -216,6 +216,38 @@ def test_digests_are_made_at_first_use(monkeypatch) -> None:
     assert calls == [1]
 
 
+def test_digests_are_made_once_when_threads_ask_at_once(monkeypatch) -> None:
+    """Threads filling a new grammar's first masks together: one makes the digests, all get them."""
+    import threading
+    import time
+
+    from logitgate.engine import rtn as rtn_module
+
+    calls: list[int] = []
+    real = rtn_module._rule_hashes
+
+    def slow(names, dfas):
+        calls.append(1)
+        time.sleep(0.02)  # (the others arrive while this one digests)
+        return real(names, dfas)
+
+    monkeypatch.setattr(rtn_module, "_rule_hashes", slow)
+    rtn = compile_rtn(_pair("text"))
+    barrier = threading.Barrier(4)
+    seen: list[tuple[str, ...]] = []
+
+    def ask() -> None:
+        barrier.wait()
+        seen.append(tuple(rtn.rule_hash))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == [1] and len(seen) == 4 and len(set(seen)) == 1
+
+
 def test_rules_inside_an_intersection_are_never_merged_or_hosts() -> None:
     """``word`` is used inside an ``And`` operand and reads ``tail`` last (twice): merging ``tail``
     into it would make ``word`` a called rule, which an operand cannot use (this raised "not
