@@ -425,8 +425,7 @@ def _normal_seq(items: Sequence[Expr], e: Expr | None) -> Expr:
     out: list[Expr] = []
     same = type(items) is tuple  # the items as they are: no copy
     for it in items:
-        t = type(it)  # (normal already, the common case: no call; see _normal_item)
-        n = it if t is Bytes or t is Ref or t is Special or it._normal else normalize(it)  # type: ignore[attr-defined]
+        n = _normal_item(it)
         if type(n) is Seq:
             parts, same = n.items, False  # type: ignore[attr-defined]
         else:
@@ -459,8 +458,7 @@ def _normal_alt(items: Sequence[Expr], e: Expr | None) -> Expr:
     seen: set[Expr] = set()
     same = type(items) is tuple
     for it in items:
-        t = type(it)  # (as in _normal_seq)
-        n = it if t is Bytes or t is Ref or t is Special or it._normal else normalize(it)  # type: ignore[attr-defined]
+        n = _normal_item(it)
         if type(n) is Alt:
             parts, same = n.items, False  # type: ignore[attr-defined]
         else:
