@@ -379,3 +379,25 @@ def test_a_mask_is_a_list_of_ids_only_while_the_list_is_short_and_writes_the_sam
             row = noise.copy()
             sm.write(row, overwrite, rt.base_row)
             assert np.array_equal(row, bitset if overwrite else noise | bitset), (kind, overwrite)
+
+
+def test_a_state_that_can_only_pop_exits_at_every_first_byte_as_a_walk_finds(compiler):
+    """A dead-end state (final, nothing to read) skips the trie walk: no token stays in its frame and
+    every slice's top-level node is an exit -- what walking the trie from it finds."""
+    import dataclasses
+
+    cg = compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "array", "items": {
+        "type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"],
+        "additionalProperties": False}}}, "required": ["a"], "additionalProperties": False})
+    rt = cg._runtime
+    trans, flags, pack = cg.rtn.step_pack
+    plain_flags = flags.copy()
+    plain_flags[2] = 0  # (no state is known to be a dead end: every one is walked)
+    walked = dataclasses.replace(cg.rtn, step_pack=(trans, plain_flags, pack))
+    dead = np.flatnonzero(cg.rtn.dead_end).tolist()
+    assert len(dead) >= 2  # (the end of the inner object and of the outer one)
+    for s in dead:
+        fast = compute_state_mask(s, cg.rtn, rt.slices, rt.base_row, rt.scratch())
+        slow = compute_state_mask(s, walked, rt.slices, rt.base_row, rt.scratch())
+        assert fast.count == slow.count == 0 and not _ids(fast, rt)
+        assert sorted(fast.exits.tolist()) == sorted(slow.exits.tolist()) and fast.has_exits

@@ -640,11 +640,13 @@ def assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, 
 
     Rule ``r``'s table is as for :func:`merge_tables`, its start state ``starts[r]`` and finality
     ``final`` (concatenated); its ``ncalls[r]`` call edges (local states, sorted by source, then
-    callee) follow those of the rules before it in ``call_*``. Returns ``(status, byte_class, trans,
-    final, rule_of_state, local_index, rule_start, chain_ptr, chain_target, chain_push_ptr,
-    chain_push, simple, dead_end)``; ``status`` is :data:`LEFT_RECURSIVE` when a rule can call itself
-    before reading a byte (the other arrays are then empty) or :data:`TOO_MANY_CHAINS` past
-    ``max_chains``.
+    callee) follow those of the rules before it in ``call_*``. Returns ``(status, trans,
+    rule_of_state, local_index, rule_start, flags, pack)``: ``flags`` holds ``final``, ``simple`` and
+    ``dead_end`` as its rows, ``pack`` the byte classes, the class count and the call chains
+    (``chain_ptr``, ``chain_target``, ``chain_push_ptr``, ``chain_push``) as
+    :attr:`logitgate.engine.rtn.RTN.step_pack` lays them out. ``status`` is :data:`LEFT_RECURSIVE`
+    when a rule can call itself before reading a byte (the other arrays are then empty) or
+    :data:`TOO_MANY_CHAINS` past ``max_chains``.
 
     A *chain* is a way to reach a byte through calls made before it: a target rule start plus
     the return states pushed, outermost first; a return state that could only pop (final, no
@@ -683,7 +685,7 @@ def assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, 
         if final[s] and not has_byte[s] and c_ptr[s + 1] == c_ptr[s]:
             only_pops[s] = 1
     empty32 = np.zeros(0, dtype=np.int32)
-    empty8 = np.zeros(0, dtype=np.uint8)
+    empty8 = np.zeros((3, 0), dtype=np.uint8)
 
     # left recursion: a cycle among the calls rules make at their start states
     color = np.zeros(nr, dtype=np.uint8)
@@ -705,8 +707,7 @@ def assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, 
             st_next[top - 1] = j + 1
             q = c_rule[j]
             if color[q] == 1:
-                return (LEFT_RECURSIVE, byte_class, trans.reshape(-1), empty8, empty32, empty32, empty32, empty32,
-                        empty32, empty32, empty32, empty8, empty8)
+                return (LEFT_RECURSIVE, trans.reshape(-1), empty32, empty32, empty32, empty8, empty32)
             if color[q] == 0:
                 color[q] = 1
                 st_rule[top], st_next[top] = q, c_ptr[rule_start[q]]
@@ -727,8 +728,7 @@ def assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, 
         if full == _FULL_NONE:
             break
         if full == _FULL_CHAINS:
-            return (TOO_MANY_CHAINS, byte_class, trans.reshape(-1), empty8, empty32, empty32, empty32,
-                    empty32, empty32, empty32, empty32, empty8, empty8)
+            return (TOO_MANY_CHAINS, trans.reshape(-1), empty32, empty32, empty32, empty8, empty32)
         if full == _FULL_TARGETS:
             targets = np.empty(2 * targets.shape[0], dtype=np.int32)
             push_ptr = np.zeros(targets.shape[0] + 1, dtype=np.int32)
@@ -738,16 +738,34 @@ def assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, 
             nodes = np.empty((2 * nodes.shape[0], 3), dtype=np.int64)
         else:
             stack = np.empty((2 * stack.shape[0], 3), dtype=np.int64)
-    simple = np.zeros(total, dtype=np.uint8)
-    dead_end = np.zeros(total, dtype=np.uint8)
+    flags = np.zeros((3, total), dtype=np.uint8)  # final, simple, dead_end
     for s in range(total):
         has_chain = chain_ptr[s + 1] != chain_ptr[s]
+        flags[0, s] = final[s]
         if not has_chain and not final[s]:
-            simple[s] = 1
+            flags[1, s] = 1
         if final[s] and not has_chain and not has_byte[s]:
-            dead_end[s] = 1
-    return (ASSEMBLED, byte_class, trans.reshape(-1), final, rule_of_state, local_index, rule_start, chain_ptr,
-            targets[:n_chains].copy(), push_ptr[:n_chains + 1].copy(), pushes[:n_push].copy(), simple, dead_end)
+            flags[2, s] = 1
+    # byte classes and call chains end to end behind a header of where each starts (and the class
+    # count): the layout of :func:`logitgate._arrays.end_to_end`, which the step kernels read
+    ncls = 0
+    for b in range(256):
+        ncls = max(ncls, byte_class[b] + 1)
+    head = 7
+    sizes = (256, total + 1, n_chains, n_chains + 1, n_push)
+    pack = np.empty(head + 256 + total + 1 + n_chains + n_chains + 1 + n_push, dtype=np.int32)
+    pos = head
+    for k in range(5):
+        pack[k] = pos
+        pos += sizes[k]
+    pack[5] = pos
+    pack[6] = ncls
+    pack[pack[0]:pack[1]] = byte_class
+    pack[pack[1]:pack[2]] = chain_ptr
+    pack[pack[2]:pack[3]] = targets[:n_chains]
+    pack[pack[3]:pack[4]] = push_ptr[:n_chains + 1]
+    pack[pack[4]:pack[5]] = pushes[:n_push]
+    return (ASSEMBLED, trans.reshape(-1), rule_of_state, local_index, rule_start, flags, pack)
 
 
 #: what :func:`_chains` ran out of

@@ -329,9 +329,11 @@ def _search(
 @njit(nogil=True, cache=True)
 def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_class, g_ncls):
     """:func:`cover_edges` of every cover (padded tables ``c_trans[k, :c_nq[k], :c_nc[k]]``) in one
-    grammar's classes, laid end to end: ``(offsets, edge_ptr, edge_to, edge_final, edge_cls_ptr,
-    edge_cls, first, boundary)``, cover ``k``'s part of each array starting at ``offsets[k, T_*]``
-    (row ``K`` holds the totals)."""
+    grammar's classes, as one int64 array (one kernel argument): a header of where each part
+    starts (and where the last ends), then ``offsets`` (``(K + 1) x 6``, flat), ``edge_ptr``,
+    ``edge_to``, ``edge_final``, ``edge_cls_ptr``, ``edge_cls``, ``first`` and ``boundary``, cover
+    ``k``'s part of each starting at ``offsets[k, T_*]`` (row ``K`` holds the totals). Read it with
+    :func:`table_views`."""
     nk = c_start.shape[0]
     off = np.zeros((nk + 1, 6), dtype=np.int64)
     parts = []  # (each cover's edges, made once)
@@ -345,23 +347,46 @@ def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_cla
         off[k + 1, T_CLS] = off[k, T_CLS] + ec.shape[0]
         off[k + 1, T_FIRST] = off[k, T_FIRST] + fc.shape[0]
         off[k + 1, T_STATE] = off[k, T_STATE] + bd.shape[0]
-    edge_ptr = np.empty(off[nk, T_PTR], dtype=np.int64)
-    edge_to = np.empty(off[nk, T_EDGE], dtype=np.int64)
-    edge_final = np.empty(off[nk, T_EDGE], dtype=np.int64)
-    edge_cls_ptr = np.empty(off[nk, T_CLS_PTR], dtype=np.int64)
-    edge_cls = np.empty(off[nk, T_CLS], dtype=np.int64)
-    first = np.empty(off[nk, T_FIRST], dtype=np.int64)
-    boundary = np.empty(off[nk, T_STATE], dtype=np.uint8)
+    sizes = (6 * (nk + 1), off[nk, T_PTR], off[nk, T_EDGE], off[nk, T_EDGE], off[nk, T_CLS_PTR], off[nk, T_CLS],
+             off[nk, T_FIRST], off[nk, T_STATE])
+    head = 9
+    total = head
+    for x in sizes:
+        total += x
+    out = np.empty(total, dtype=np.int64)
+    pos = head
+    for j in range(8):
+        out[j] = pos
+        pos += sizes[j]
+    out[8] = pos
+    out[out[0]:out[1]] = off.reshape(-1)
     for k in range(nk):
         ep, et, ef, ecp, ec, fc, bd = parts[k]
-        edge_ptr[off[k, T_PTR]:off[k + 1, T_PTR]] = ep
-        edge_to[off[k, T_EDGE]:off[k + 1, T_EDGE]] = et
-        edge_final[off[k, T_EDGE]:off[k + 1, T_EDGE]] = ef
-        edge_cls_ptr[off[k, T_CLS_PTR]:off[k + 1, T_CLS_PTR]] = ecp
-        edge_cls[off[k, T_CLS]:off[k + 1, T_CLS]] = ec
-        first[off[k, T_FIRST]:off[k + 1, T_FIRST]] = fc
-        boundary[off[k, T_STATE]:off[k + 1, T_STATE]] = bd
-    return off, edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary
+        b = out[1] + off[k, T_PTR]
+        out[b:b + ep.shape[0]] = ep
+        b = out[2] + off[k, T_EDGE]
+        out[b:b + et.shape[0]] = et
+        b = out[3] + off[k, T_EDGE]
+        out[b:b + ef.shape[0]] = ef
+        b = out[4] + off[k, T_CLS_PTR]
+        out[b:b + ecp.shape[0]] = ecp
+        b = out[5] + off[k, T_CLS]
+        out[b:b + ec.shape[0]] = ec
+        b = out[6] + off[k, T_FIRST]
+        out[b:b + fc.shape[0]] = fc
+        b = out[7] + off[k, T_STATE]
+        out[b:b + bd.shape[0]] = bd
+    return out
+
+
+@njit(nogil=True, cache=True)
+def table_views(tables):
+    """``(offsets, edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary)``: views
+    of :func:`cover_tables`'s array."""
+    off = tables[tables[0]:tables[1]]
+    return (off.reshape((off.shape[0] // 6, 6)), tables[tables[1]:tables[2]], tables[tables[2]:tables[3]],
+            tables[tables[3]:tables[4]], tables[tables[4]:tables[5]], tables[tables[5]:tables[6]],
+            tables[tables[6]:tables[7]], tables[tables[7]:tables[8]])
 
 
 @njit(nogil=True, cache=True)
@@ -498,3 +523,19 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
                     n += 1
                 last_end = r_end[r]
     return n
+
+
+@njit(nogil=True, cache=True)
+def plan_state_packed(state, trans, flags, step, params, tables, lower, memo, take, starts, ends):
+    """:func:`plan_state` with its arrays passed as fewer (a kernel call pays for each argument, and
+    this one is made at every state's first mask): ``trans``, ``flags`` and ``step`` (the grammar's
+    step arrays: :attr:`logitgate.engine.rtn.RTN.step_pack`), ``params`` (the slice set's constants:
+    :attr:`logitgate.engine.slices.SliceSet.plan_params`) and ``tables`` (:func:`cover_tables`)."""
+    byte_class, ncls = step[step[0]:step[1]], step[6]
+    chain_ptr, chain_target = step[step[1]:step[2]], step[step[2]:step[3]]
+    p = params
+    off, edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary = table_views(tables)
+    return plan_state(state, trans, ncls, chain_ptr, chain_target, p[p[0]:p[1]], p[p[1]:p[2]], p[p[2]:p[3]], off,
+                      edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, p[12],
+                      p[p[3]:p[4]], p[p[4]:p[5]], p[p[5]:p[6]], p[p[6]:p[7]], p[p[7]:p[8]], p[p[8]:p[9]],
+                      p[p[9]:p[10]], p[p[10]:p[11]], byte_class, flags[0], take, starts, ends)

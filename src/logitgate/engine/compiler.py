@@ -166,11 +166,9 @@ class CompiledGrammar:
     def memory_size_bytes(self) -> int:
         """Bytes held by this grammar's automaton and its private caches (shared masks excluded)."""
         r = self.rtn
-        arrays = [r.trans, r.final, r.chain_ptr, r.chain_target, r.chain_push_ptr, r.chain_push]
+        arrays = list(r.step_pack)  # (the table, the state flags, byte classes and call chains)
         for plan in r.__dict__.get("_slice_plans", {}).values():  # survival depths per state
-            arrays += [plan.lower, plan.memo, *plan.tables]
-        if "_step_pack" in r.__dict__:  # the kernels' packed copies (the transition table is shared)
-            arrays += r.step_pack[1:]
+            arrays += [plan.lower, plan.memo, plan.tables]
         return int(sum(a.nbytes for a in arrays) + 64 * len(self._ctx))
 
     def __repr__(self) -> str:

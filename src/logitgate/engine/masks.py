@@ -205,6 +205,8 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     The slices whose every token the state accepts are one bitset (:meth:`SliceSet.union`); the
     others are walked in one call.
     """
+    if rtn.dead_end[state]:  # only a pop can follow: every token leaves the frame at its first byte
+        return StateMask(TokenSetKind.ACCEPTED, _NO_EXITS, slices.top_nodes, 0)
     row = scratch.row
     taken, starts, ends = slices.walk_plan(state, rtn, scratch.plan_out(slices))
     if taken:

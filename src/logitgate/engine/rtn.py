@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._arrays import end_to_end
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, Special
@@ -68,22 +67,37 @@ class RTN:
     rule_start: np.ndarray  # int32[num_rules]
     rule_of_state: np.ndarray  # int32[num_states]
     local_index: np.ndarray  # int32[num_states]: index of the state inside its rule's DFA
-    byte_class: np.ndarray  # int32[256]: global byte classes, numbered by their lowest byte
-    num_classes: int
-    trans: np.ndarray  # int32[num_states * num_classes]
-    final: np.ndarray  # uint8[num_states]
-    simple: np.ndarray  # uint8[num_states]: no call chains and not final (a plain DFA step)
-    dead_end: np.ndarray  # uint8[num_states]: final with no way to consume a byte (can only pop)
-    chain_ptr: np.ndarray  # int32[num_states + 1]
-    chain_target: np.ndarray  # int32[num_chains]
-    chain_push_ptr: np.ndarray  # int32[num_chains + 1]
-    chain_push: np.ndarray  # int32[total pushes]
+    #: the arrays a parser step and a trie walk read, as three (:func:`._walk.advance_packed`,
+    #: :func:`._walk.walk_trie_packed`; every array argument costs a kernel call time to pass, on
+    #: every token): the transition table, ``final``, ``simple`` and ``dead_end`` as the rows of one
+    #: uint8 array, and the byte classes and call chains end to end in one int32 array after a header
+    #: of where each starts (and the class count; :func:`.._arrays.end_to_end`'s layout). The
+    #: assembly kernel lays them out so; the named arrays below are views of them.
+    step_pack: tuple[np.ndarray, np.ndarray, np.ndarray]
     stats: dict = field(default_factory=dict)
     #: per rule index, ``(m, count, lo, hi)`` when its states are layers of a counted repetition
     #: (a counted string: see :meth:`mask_representative`)
     layers: dict = field(default_factory=dict)
     #: the rule names and DFAs the digests (:attr:`rule_hash`) are made of, until they are made
     digest_input: tuple[list[str], list[DFA]] | None = field(default=None, repr=False)
+    # the step arrays, and views of them (made by ``__post_init__``)
+    trans: np.ndarray = field(init=False, repr=False)  # int32[num_states * num_classes]
+    final: np.ndarray = field(init=False, repr=False)  # uint8[num_states]: the state's rule may end here (pop)
+    simple: np.ndarray = field(init=False, repr=False)  # uint8[num_states]: no call chains and not final
+    dead_end: np.ndarray = field(init=False, repr=False)  # uint8[num_states]: final, no byte to consume
+    byte_class: np.ndarray = field(init=False, repr=False)  # int32[256]: classes numbered by lowest byte
+    num_classes: int = field(init=False, repr=False)
+    chain_ptr: np.ndarray = field(init=False, repr=False)  # int32[num_states + 1]
+    chain_target: np.ndarray = field(init=False, repr=False)  # int32[num_chains]: the start a chain enters
+    chain_push_ptr: np.ndarray = field(init=False, repr=False)  # int32[num_chains + 1]
+    chain_push: np.ndarray = field(init=False, repr=False)  # return states pushed, outermost first
+
+    def __post_init__(self) -> None:
+        self.trans, flags, pack = self.step_pack
+        self.final, self.simple, self.dead_end = flags
+        (self.byte_class, self.chain_ptr, self.chain_target, self.chain_push_ptr, self.chain_push) = (
+            pack[pack[k]:pack[k + 1]] for k in range(5))
+        self.num_classes = int(pack[6])
 
     @property
     def rule_hash(self) -> list[str]:
@@ -118,22 +132,6 @@ class RTN:
     @property
     def root_start(self) -> int:
         return int(self.rule_start[0])
-
-    @property
-    def step_pack(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The arrays a parser step and a trie walk read, as three (:func:`._walk.advance_packed`,
-        :func:`._walk.walk_trie_packed`; every array argument costs a kernel call time to pass, on
-        every token): the transition table as it is, ``final``, ``simple`` and ``dead_end`` as the
-        rows of one uint8 array, and the byte classes and call chains end to end in one int32
-        array after a header of where each starts (and the class count). Made at a grammar's
-        first use: a copy of about 7 bytes per state."""
-        cached = self.__dict__.get("_step_pack")
-        if cached is None:
-            pack = end_to_end((self.byte_class, self.chain_ptr, self.chain_target, self.chain_push_ptr,
-                               self.chain_push), self.num_classes)
-            cached = self.__dict__["_step_pack"] = (self.trans, np.stack((self.final, self.simple, self.dead_end)),
-                                                    pack)
-        return cached
 
     def mask_representative(self, state: int, horizon: int) -> int:
         """A state that accepts exactly the same strings of at most ``horizon`` bytes as ``state``
@@ -650,8 +648,7 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
     flat_off = [0]
     for d in dfas:
         flat_off.append(flat_off[-1] + d.trans.size)
-    (status, byte_class, trans, final, rule_of_state, local_index, rule_start, chain_ptr, chain_target,
-     chain_push_ptr, chain_push, simple, dead_end) = assemble_network(
+    status, trans, rule_of_state, local_index, rule_start, flags, pack = assemble_network(
         np.array([d.byte_class for d in dfas], dtype=np.int64),
         np.concatenate([d.trans.ravel() for d in dfas]), np.array(flat_off, dtype=np.int64),
         np.array(sizes, dtype=np.int64), np.array([d.num_classes for d in dfas], dtype=np.int64),
@@ -665,24 +662,14 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
         _check_left_recursion(names, dfas)  # raises, naming the cycle
     if status == TOO_MANY_CHAINS:
         raise LimitExceededError(f"grammar has more than {limits.max_chains} call chains", limit="max_chains")
-    ncls = int(byte_class.max()) + 1
     layers = {i: d.__dict__["_layers"] for i, d in enumerate(dfas) if "_layers" in d.__dict__}
     return RTN(
         rule_names=names,
         rule_start=rule_start,
         rule_of_state=rule_of_state,
         local_index=local_index,
-        byte_class=byte_class,
-        num_classes=ncls,
-        trans=trans,
-        final=final,
-        simple=simple,
-        dead_end=dead_end,
-        chain_ptr=chain_ptr,
-        chain_target=chain_target,
-        chain_push_ptr=chain_push_ptr,
-        chain_push=chain_push,
-        stats={"rules": len(names), "states": len(final), "classes": ncls, "chains": len(chain_target),
+        step_pack=(trans, flags, pack),
+        stats={"rules": len(names), "states": flags.shape[1], "classes": int(pack[6]), "chains": int(pack[3] - pack[2]),
                "nfa_states": nfa_states},
         layers=layers,
         digest_input=(names, dfas),

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._arrays import end_to_end
 from ..grammar.ir import Repeat, lit, seq
 from ..grammar.utf8 import codepoint_ranges_expr
 from ..tokenizer.trie import TokenTrie
@@ -54,7 +55,8 @@ from ._survival import (
     UNKNOWN_DEPTH,
     cover_depth,
     cover_tables,
-    plan_state,
+    plan_state_packed,
+    table_views,
 )
 from .automata import DFA, minimize, standalone_dfa
 
@@ -167,10 +169,11 @@ class SliceSet:
                   ) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
         """``(taken, starts, ends)``: the indices of the slices ``state`` accepts whole (their tokens:
         :meth:`union`), and the trie ranges of the others (to walk). One kernel call
-        (:func:`._survival.plan_state`). ``out``: buffers from :meth:`plan_buffers` to write into
+        (:func:`._survival.plan_state_packed`). ``out``: buffers from :meth:`plan_buffers` to write into
         (one set per thread; the ranges returned are views of them)."""
         take, starts, ends = out if out is not None else self.plan_buffers()
-        n = plan_state(state, *self._plan(rtn).head, take, starts, ends)
+        p = self._plan(rtn)
+        n = plan_state_packed(state, *rtn.step_pack, self.plan_params, p.tables, p.lower, p.memo, take, starts, ends)
         key = take.tobytes()
         taken = self._taken.get(key)
         if taken is None:
@@ -223,12 +226,12 @@ class SliceSet:
         """
         p = self._plan(rtn)
         h = cover_depth(k, state, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target,
-                        *self._cover_params[:2], *p.tables, p.lower, p.memo, MAX_PAIRS)
+                        *self._cover_params[:2], *table_views(p.tables), p.lower, p.memo, MAX_PAIRS)
         return math.inf if h == DEPTH_INF else float(h)
 
     def cover_edges(self, k: int, rtn) -> tuple[np.ndarray, ...]:
         """Cover ``k``'s search input in ``rtn``'s classes (as :func:`._survival.cover_edges` gives it)."""
-        off, *arrays = self._plan(rtn).tables
+        off, *arrays = table_views(self._plan(rtn).tables)
         cols = (T_PTR, T_EDGE, T_EDGE, T_CLS_PTR, T_CLS, T_FIRST, T_STATE)
         return tuple(a[off[k, c]:off[k + 1, c]] for a, c in zip(arrays, cols, strict=True))
 
@@ -243,9 +246,7 @@ class SliceSet:
                                   rtn.byte_class, rtn.num_classes)
             shape = (len(self.covers), rtn.num_states)
             lower, memo = np.full(shape, -1, dtype=np.int16), np.full(shape, UNKNOWN_DEPTH, dtype=np.int32)
-            head = (rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target, *self._cover_params, *tables,
-                    lower, memo, MAX_PAIRS, *self._slice_params, *self._roots, rtn.byte_class, rtn.final)
-            p = plans[id(self)] = _Plan(tables, lower, memo, head)
+            p = plans[id(self)] = _Plan(tables, lower, memo)
         return p
 
     @functools.cached_property
@@ -296,6 +297,22 @@ class SliceSet:
                 t.node_byte[node].astype(np.int64))
 
     @functools.cached_property
+    def plan_params(self) -> np.ndarray:
+        """What :func:`._survival.plan_state_packed` reads of the slice set, end to end in one array
+        (:func:`.._arrays.end_to_end`): the covers' starts, limits and wider sets
+        (:attr:`_cover_params`), the slices' covers, bounds and ranges (:attr:`_slice_params`), their
+        top-level nodes (:attr:`_roots`), then ``MAX_PAIRS``."""
+        return end_to_end((*self._cover_params, *self._slice_params, *self._roots), MAX_PAIRS)
+
+    @functools.cached_property
+    def top_nodes(self) -> np.ndarray:
+        """Every slice's top-level trie nodes (int32, ascending, read-only): the exits of a state
+        that can only pop (each token leaves its frame at its first byte)."""
+        nodes = self._roots[1].astype(np.int32)
+        nodes.flags.writeable = False
+        return nodes
+
+    @functools.cached_property
     def _slice_params(self) -> tuple[np.ndarray, ...]:
         """``(cover index, max chars, first, end)`` per slice (-1: no cover, no bound)."""
         index = self._cover_index
@@ -311,11 +328,9 @@ class _Plan:
     (:func:`._survival.cover_tables`), survival depths proved so far per cover and state (``lower``,
     int16, -1: none) and the depths searched (``memo``, int32, ``UNKNOWN_DEPTH``: not yet)."""
 
-    tables: tuple[np.ndarray, ...]
+    tables: np.ndarray  # (one array: :func:`._survival.table_views` reads it)
     lower: np.ndarray
     memo: np.ndarray
-    #: the arguments of :func:`._survival.plan_state` after the state, up to its outputs (made once)
-    head: tuple
 
 
 def _cover_dfa(chars, prefix: str = "") -> DFA:
