@@ -109,7 +109,7 @@ def test_memory_size_counts_the_survival_tables_of_masks() -> None:
     depths = sum(p.lower.nbytes + p.memo.nbytes for p in plans)
     assert depths >= 6 * cg.rtn.num_states  # (int16 + int32 per cover and state)
     tables = sum(p.tables.nbytes for p in plans)
-    contexts = 64 * len(cg._ctx)  # (cached context resolutions, counted 64 bytes each)
+    contexts = 64 * cg._ctx_size  # (cached context resolutions, counted 64 bytes each)
     assert cg.memory_size_bytes - contexts == before + depths + tables
     assert before >= sum(a.nbytes for a in cg.rtn.step_pack)  # (the automaton itself)
 

@@ -209,9 +209,12 @@ def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler)
         rtn, slices = cg.rtn, cg._runtime.slices
         index = {id(c): k for k, (c, _, _) in enumerate(slices.covers)}
         for s in range(rtn.num_states):
-            taken, starts, ends = slices.walk_plan(s, rtn)
+            taken, starts, ends, exits = slices.walk_plan(s, rtn)
             walked = _subtrees(slices.trie, starts, ends)
             enterable = _first_bytes(rtn, s)
+            exits = set(exits.tolist())
+            assert not exits & walked
+            assert bool(exits) <= bool(rtn.final[s])  # (only a state that may pop has exits here)
             union = np.zeros_like(slices.slices[0].bitset)
             for j in taken:
                 union |= slices.slices[j].bitset
@@ -220,10 +223,11 @@ def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler)
                 whole = j in taken
                 mine = _subtrees(slices.trie, [sl.first], [sl.end])
                 if whole:
-                    assert not mine & walked, (schema, s, sl.name)
-                else:  # walked: the subtrees the state can enter (every one if it may pop)
+                    assert not mine & walked and not mine & exits, (schema, s, sl.name)
+                else:  # walked: the subtrees the state can enter; the others are exits if it may pop
                     assert mine & walked == {r for r in mine if slices.trie.node_byte[r] in enterable}, \
                         (schema, s, sl.name)
+                    assert mine & exits == (mine - walked if rtn.final[s] else set()), (schema, s, sl.name)
                 if sl.cover is None:
                     assert not whole
                     continue
@@ -250,9 +254,7 @@ def _subtrees(trie, starts, ends) -> set[int]:
 
 
 def _first_bytes(rtn, s) -> set[int]:
-    """Bytes ``s`` takes by a transition or a call chain; all bytes if ``s`` is final (it may pop)."""
-    if rtn.final[s]:
-        return set(range(256))
+    """Bytes ``s`` takes by a transition or a call chain (inside its frame)."""
     tops = [s, *rtn.chain_target[rtn.chain_ptr[s]:rtn.chain_ptr[s + 1]].tolist()]
     return {b for b in range(256) for t in tops if rtn.trans[t * rtn.num_classes + rtn.byte_class[b]] >= 0}
 
@@ -334,7 +336,7 @@ def test_open_buckets_of_short_tokens_are_bounded_by_their_longest(compiler):
         m.reset()
         assert m.accept_string(text)
         (state,) = {int(x) for x in m._top}
-        taken, _, _ = slices.walk_plan(state, cg.rtn)
+        taken, _, _, _ = slices.walk_plan(state, cg.rtn)
         assert (slices.slices.index(lower) in taken) == (room >= longest), room
 
 

@@ -464,16 +464,20 @@ def cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit
 @njit(nogil=True, cache=True)
 def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_wider, off, edge_ptr, edge_to,
                edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, max_pairs,
-               s_cover, s_max, s_first, s_end, r_ptr, r_node, r_end, r_byte, byte_class, final, take, starts, ends):
-    """Which slices ``state`` accepts whole (``take[j]``) and the trie ranges of the others
-    (``starts``/``ends``, their count returned): see :meth:`logitgate.engine.slices.SliceSet.walk_plan`.
+               s_cover, s_max, s_first, s_end, r_ptr, r_node, r_end, r_byte, byte_class, final, take, starts, ends,
+               exits):
+    """Which slices ``state`` accepts whole (``take[j]``), the trie ranges of the others to walk
+    (``starts``/``ends``) and, of a final state, the top-level nodes whose first byte only a pop can
+    take (``exits``); returns the counts of ranges and of exits. See
+    :meth:`logitgate.engine.slices.SliceSet.walk_plan`.
 
     Covers come widest character set first; ``c_wider[k]`` has bit ``w`` for each cover ``w`` whose
     survival of a string implies cover ``k``'s. Slice ``j`` holds strings of cover ``s_cover[j]``
     (-1: the remainder) of at most ``s_max[j]`` characters (-1: no bound); its top-level trie nodes
     are ``r_node[r_ptr[j]:r_ptr[j + 1]]`` (subtrees ending at ``r_end``, first bytes ``r_byte``).
     Of a walked slice, only the subtrees whose first byte the state can take are listed (adjacent
-    ones as one range), unless the state is final (a pop may take any byte).
+    ones as one range); where the state is final, the other top-level nodes are exits (a pop may
+    take any byte: the walk would find just that there, at a few times the cost).
     """
     nk = c_start.shape[0]
     depth = np.zeros(nk, dtype=np.int64)
@@ -490,15 +494,15 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
             depth[k] = cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, off, edge_ptr,
                                    edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, max_pairs)
     # the classes the state takes inside its frame: its transitions and its call chains' entries
-    every = final[state] != 0
+    pops = final[state] != 0
     can = np.zeros(ncls, dtype=np.uint8)
-    if not every:
-        for x in range(chain_ptr[state] - 1, chain_ptr[state + 1]):
-            t = state if x < chain_ptr[state] else chain_target[x]
-            for c in range(ncls):
-                if trans[t * ncls + c] >= 0:
-                    can[c] = 1
+    for x in range(chain_ptr[state] - 1, chain_ptr[state + 1]):
+        t = state if x < chain_ptr[state] else chain_target[x]
+        for c in range(ncls):
+            if trans[t * ncls + c] >= 0:
+                can[c] = 1
     n = 0
+    ne = 0
     for j in range(s_cover.shape[0]):
         c = s_cover[j]
         whole = False
@@ -506,11 +510,6 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
             whole = depth[c] == DEPTH_INF if s_max[j] < 0 else s_max[j] <= depth[c]
         take[j] = whole
         if whole or s_end[j] <= s_first[j]:
-            continue
-        if every:
-            starts[n] = s_first[j]
-            ends[n] = s_end[j]
-            n += 1
             continue
         last_end = -1
         for r in range(r_ptr[j], r_ptr[j + 1]):
@@ -522,11 +521,14 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
                     ends[n] = r_end[r]
                     n += 1
                 last_end = r_end[r]
-    return n
+            elif pops:  # the first byte leaves the frame: an exit, as a walk would find it
+                exits[ne] = r_node[r]
+                ne += 1
+    return n, ne
 
 
 @njit(nogil=True, cache=True)
-def plan_state_packed(state, trans, flags, step, params, tables, lower, memo, take, starts, ends):
+def plan_state_packed(state, trans, flags, step, params, tables, lower, memo, take, starts, ends, exits):
     """:func:`plan_state` with its arrays passed as fewer (a kernel call pays for each argument, and
     this one is made at every state's first mask): ``trans``, ``flags`` and ``step`` (the grammar's
     step arrays: :attr:`logitgate.engine.rtn.RTN.step_pack`), ``params`` (the slice set's constants:
@@ -538,4 +540,4 @@ def plan_state_packed(state, trans, flags, step, params, tables, lower, memo, ta
     return plan_state(state, trans, ncls, chain_ptr, chain_target, p[p[0]:p[1]], p[p[1]:p[2]], p[p[2]:p[3]], off,
                       edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, p[12],
                       p[p[3]:p[4]], p[p[4]:p[5]], p[p[5]:p[6]], p[p[6]:p[7]], p[p[7]:p[8]], p[p[8]:p[9]],
-                      p[p[9]:p[10]], p[p[10]:p[11]], byte_class, flags[0], take, starts, ends)
+                      p[p[9]:p[10]], p[p[10]:p[11]], byte_class, flags[0], take, starts, ends, exits)

@@ -40,7 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["CompiledGrammar", "GrammarCompiler"]
 
-_NEED_DEEPER = object()
 _BOTTOM_KEY = -1  # context-cache key entry: no frame below
 
 
@@ -154,7 +153,8 @@ class CompiledGrammar:
         # every slot of a list at each collection, for as long as the grammar is cached)
         self._state_masks: dict[int, StateMask] = {}
         self._reps: dict[int, int] = {}  # state -> the state whose mask it shares (layered rules)
-        self._ctx: dict[tuple, Any] = {}
+        self._ctx: dict[int, dict] = {}  # context resolutions (see :meth:`context_tokens`)
+        self._ctx_size = 0  # (their entries)
         self._ctx_limit = context_cache_entries
         self._lock = threading.Lock()
 
@@ -169,7 +169,7 @@ class CompiledGrammar:
         arrays = list(r.step_pack)  # (the table, the state flags, byte classes and call chains)
         for plan in r.__dict__.get("_slice_plans", {}).values():  # survival depths per state
             arrays += [plan.lower, plan.memo, plan.tables]
-        return int(sum(a.nbytes for a in arrays) + 64 * len(self._ctx))
+        return int(sum(a.nbytes for a in arrays) + 64 * self._ctx_size)
 
     def __repr__(self) -> str:
         st = self.rtn.stats
@@ -204,40 +204,48 @@ class CompiledGrammar:
 
     def context_tokens(self, top: int, parent: int, pool) -> np.ndarray:
         """Token ids a context-dependent token resolution adds for stack ``(top, parent)``."""
-        # The key is the top and the states of the frames the resolution popped into, ending in
+        # Cached by the top and the states of the frames the resolution popped into, ending in
         # ``_BOTTOM_KEY`` when those are the whole stack (popping on past them accepts there,
-        # which a deeper stack with the same states would not). A top that accepts the same tokens
-        # as another resolves as that one does.
+        # which a deeper stack with the same states would not): a tree of dicts, one level per
+        # frame, whose leaves are the results (the frames a resolution needs depend only on their
+        # states, so a prefix is either always a leaf or always a branch). A top that accepts the
+        # same tokens as another resolves as that one does.
         if self.rtn.layers:
             top = self._representative(top)
         ps, pp = pool.state, pool.parent
-        key: tuple = (top,)
+        node = self._ctx.get(top)
         p = parent
-        while True:
-            key = (*key, int(ps[p]) if p >= 0 else _BOTTOM_KEY)
-            hit = self._ctx.get(key)
-            if hit is None:
+        while node is not None:
+            hit = node.get(ps.item(p) if p >= 0 else _BOTTOM_KEY)
+            if type(hit) is not dict:
+                if hit is not None:
+                    return hit
                 break
-            if hit is not _NEED_DEEPER:
-                return hit
-            if p < 0:
-                break
-            p = int(pp[p])
+            node = hit
+            p = pp.item(p) if p >= 0 else p
         rt = self._runtime
         ids, min_depth = resolve_context(self.state_mask(top), parent, self.rtn, rt.slices, pool, rt.scratch())
         k = int(pool.depth[parent]) - min_depth + 1
-        full: list[int] = [top]
+        path: list[int] = []
         p = parent
         for _ in range(k):
-            full.append(int(ps[p]))
-            p = int(pp[p])
+            path.append(ps.item(p))
+            p = pp.item(p)
         if p < 0:
-            full.append(_BOTTOM_KEY)
-        if len(self._ctx) >= self._ctx_limit:
-            self._ctx.clear()
-        for j in range(2, len(full)):
-            self._ctx.setdefault(tuple(full[:j]), _NEED_DEEPER)
-        self._ctx[tuple(full)] = ids
+            path.append(_BOTTOM_KEY)
+        if self._ctx_size + len(path) > self._ctx_limit:
+            self._ctx, self._ctx_size = {}, 0
+        node = self._ctx.get(top)
+        if node is None:
+            node = self._ctx[top] = {}
+        for s in path[:-1]:
+            nxt = node.get(s)
+            if nxt is None:
+                nxt = node[s] = {}
+                self._ctx_size += 1
+            node = nxt
+        node[path[-1]] = ids
+        self._ctx_size += 1
         return ids
 
 

@@ -208,7 +208,7 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     if rtn.dead_end[state]:  # only a pop can follow: every token leaves the frame at its first byte
         return StateMask(TokenSetKind.ACCEPTED, _NO_EXITS, slices.top_nodes, 0)
     row = scratch.row
-    taken, starts, ends = slices.walk_plan(state, rtn, scratch.plan_out(slices))
+    taken, starts, ends, first_exits = slices.walk_plan(state, rtn, scratch.plan_out(slices))
     if taken:
         row[:] = slices.union(taken)
     else:
@@ -216,6 +216,8 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     exits = _NO_EXITS
     if starts.shape[0]:
         exits = _walk(state, _walk_mod.EXIT, starts, ends, rtn, slices.trie, _NO_FRAMES, row, scratch, keep_exits=True)
+    if first_exits.shape[0]:  # (nodes only a pop can take: the plan lists them, no walk visits them)
+        exits = np.concatenate((first_exits, exits))
     words = row.shape[0]
     ids = scratch.ids
     count = int(_count_and_list(row, ids))

@@ -166,27 +166,30 @@ class SliceSet:
         return cls([Slice("all", None, None, trie.tok_ids, bitset, 1, trie.num_nodes)], trie)
 
     def walk_plan(self, state: int, rtn, out: tuple[np.ndarray, ...] | None = None
-                  ) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
-        """``(taken, starts, ends)``: the indices of the slices ``state`` accepts whole (their tokens:
-        :meth:`union`), and the trie ranges of the others (to walk). One kernel call
-        (:func:`._survival.plan_state_packed`). ``out``: buffers from :meth:`plan_buffers` to write into
-        (one set per thread; the ranges returned are views of them)."""
-        take, starts, ends = out if out is not None else self.plan_buffers()
+                  ) -> tuple[tuple[int, ...], np.ndarray, np.ndarray, np.ndarray]:
+        """``(taken, starts, ends, exits)``: the indices of the slices ``state`` accepts whole (their
+        tokens: :meth:`union`), the trie ranges of the others to walk, and -- where ``state`` is
+        final -- the top-level nodes whose first byte only a pop can take (exits the walk need not
+        visit). One kernel call (:func:`._survival.plan_state_packed`). ``out``: buffers from
+        :meth:`plan_buffers` to write into (one set per thread; the arrays returned are views of
+        them)."""
+        take, starts, ends, exits = out if out is not None else self.plan_buffers()
         p = self._plan(rtn)
-        n = plan_state_packed(state, *rtn.step_pack, self.plan_params, p.tables, p.lower, p.memo, take, starts, ends)
+        n, ne = plan_state_packed(state, *rtn.step_pack, self.plan_params, p.tables, p.lower, p.memo, take, starts,
+                                  ends, exits)
         key = take.tobytes()
         taken = self._taken.get(key)
         if taken is None:
             if len(self._taken) >= 256:  # (bounded, as the unions are)
                 self._taken.clear()
             taken = self._taken[key] = tuple(np.flatnonzero(take).tolist())
-        return taken, starts[:n], ends[:n]
+        return taken, starts[:n], ends[:n], exits[:ne]
 
-    def plan_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(take, starts, ends)`` buffers sized for :meth:`walk_plan`."""
+    def plan_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(take, starts, ends, exits)`` buffers sized for :meth:`walk_plan`."""
         n_sl = len(self.slices)
         starts = np.empty(self._roots[1].shape[0] + n_sl, dtype=np.int32)
-        return np.empty(n_sl, dtype=np.uint8), starts, np.empty_like(starts)
+        return np.empty(n_sl, dtype=np.uint8), starts, np.empty_like(starts), np.empty_like(starts)
 
     def union(self, taken: tuple[int, ...]) -> np.ndarray:
         """The bitset of the tokens of slices ``taken`` (read-only; kept per combination: states take
