@@ -168,6 +168,10 @@ def walk_trie(
     cap = cbuf_top.shape[0]
     n_exit = 0
     min_depth = 1 << 30
+    # classes the starting configuration can do nothing with (no stack, no pop out): every node at
+    # relative depth 1 is stepped from it, so a class found dead once skips the rest of its
+    # subtrees (a context resolution starts at hundreds of exit nodes, most of them dead ends)
+    dead_first = np.zeros(ncls, dtype=np.uint8)
     for x in range(n_starts):
         first = starts[x]
         end = ends[x]
@@ -197,9 +201,12 @@ def walk_trie(
                 _set_tokens(accept_row, i, tok_start, tok_ids)
                 i += 1
                 continue
+            c = byte_class[node_byte[i]]
+            if d == 1 and dead_first[c]:
+                i = node_end[i]
+                continue
             acount[0] = atop[d - 1]
             cstart[d] = o0
-            c = byte_class[node_byte[i]]
             popped_out = False
             if o0 - i0 == 1:
                 # one stack: its own transition and call chains, then the same for each frame it can
@@ -287,6 +294,8 @@ def walk_trie(
                     min_depth = info[1]
             cend[d] = o1
             atop[d] = acount[0]
+            if d == 1 and o1 == o0 and not popped_out:
+                dead_first[c] = 1
             if popped_out:
                 if n_exit >= exit_nodes.shape[0]:
                     info[2] = ERR_EXITS
