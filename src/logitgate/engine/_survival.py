@@ -70,73 +70,6 @@ def dies_at_once(state, trans, ncls, chain_ptr, first_classes):
 
 
 @njit(nogil=True, cache=True)
-def cover_edges(c_byte_class, c_trans, c_final, c_start, g_byte_class, g_ncls):
-    """A cover automaton's edges in one grammar's byte classes: ``(edge_ptr, edge_to, edge_final,
-    edge_cls_ptr, edge_cls, first_classes, boundary)``. Edges are one per cover state and cover
-    class with a target, grouped by state; each lists the grammar classes its bytes touch (sorted);
-    ``first_classes`` are those of the start's edges (sorted, distinct); ``boundary`` marks the
-    final states with the start's transitions (see :func:`survival_search`)."""
-    nq, kc = c_trans.shape
-    touch = np.zeros((kc, g_ncls), dtype=np.uint8)
-    for b in range(256):
-        touch[c_byte_class[b], g_byte_class[b]] = 1
-    n_touch = np.zeros(kc, dtype=np.int64)
-    for c in range(kc):
-        for g in range(g_ncls):
-            n_touch[c] += touch[c, g]
-    ne = 0
-    nc = 0
-    for q in range(nq):
-        for c in range(kc):
-            if c_trans[q, c] >= 0:
-                ne += 1
-                nc += n_touch[c]
-    edge_ptr = np.zeros(nq + 1, dtype=np.int64)
-    edge_to = np.empty(ne, dtype=np.int64)
-    edge_final = np.empty(ne, dtype=np.int64)
-    edge_cls_ptr = np.zeros(ne + 1, dtype=np.int64)
-    edge_cls = np.empty(nc, dtype=np.int64)
-    e = 0
-    k = 0
-    for q in range(nq):
-        for c in range(kc):
-            t = c_trans[q, c]
-            if t < 0:
-                continue
-            edge_to[e] = t
-            edge_final[e] = c_final[t]
-            for g in range(g_ncls):
-                if touch[c, g]:
-                    edge_cls[k] = g
-                    k += 1
-            e += 1
-            edge_cls_ptr[e] = k
-        edge_ptr[q + 1] = e
-    starts = np.zeros(g_ncls, dtype=np.uint8)
-    for j in range(edge_cls_ptr[edge_ptr[c_start]], edge_cls_ptr[edge_ptr[c_start + 1]]):
-        starts[edge_cls[j]] = 1
-    nf = 0
-    for g in range(g_ncls):
-        nf += starts[g]
-    first = np.empty(nf, dtype=np.int64)
-    nf = 0
-    for g in range(g_ncls):
-        if starts[g]:
-            first[nf] = g
-            nf += 1
-    boundary = np.zeros(nq, dtype=np.uint8)
-    for q in range(nq):
-        if c_final[q]:
-            same = True
-            for c in range(kc):
-                if c_trans[q, c] != c_trans[c_start, c]:
-                    same = False
-                    break
-            boundary[q] = 1 if same else 0
-    return edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary
-
-
-@njit(nogil=True, cache=True)
 def survival_search(
     state, limit, max_pairs,
     trans, ncls, chain_ptr, chain_target,
@@ -326,27 +259,67 @@ def _search(
 # ----------------------------------------------------------------------------- all covers at once
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _touch(c_byte_class, kc, g_byte_class, g_ncls, touch, n_touch):
+    """``touch[c, g]``: cover class ``c`` and grammar class ``g`` share a byte; ``n_touch[c]``: how
+    many grammar classes cover class ``c`` touches."""
+    touch[:kc, :g_ncls] = 0
+    for b in range(256):
+        touch[c_byte_class[b], g_byte_class[b]] = 1
+    for c in range(kc):
+        n = 0
+        for g in range(g_ncls):
+            n += touch[c, g]
+        n_touch[c] = n
+
+
 @njit(nogil=True, cache=True)
 def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_class, g_ncls):
-    """:func:`cover_edges` of every cover (padded tables ``c_trans[k, :c_nq[k], :c_nc[k]]``) in one
-    grammar's classes, as one int64 array (one kernel argument): a header of where each part
-    starts (and where the last ends), then ``offsets`` (``(K + 1) x 6``, flat), ``edge_ptr``,
-    ``edge_to``, ``edge_final``, ``edge_cls_ptr``, ``edge_cls``, ``first`` and ``boundary``, cover
-    ``k``'s part of each starting at ``offsets[k, T_*]`` (row ``K`` holds the totals). Read it with
-    :func:`table_views`."""
+    """Every cover automaton's edges in one grammar's byte classes, the search input of
+    :func:`survival_search` (padded tables ``c_trans[k, :c_nq[k], :c_nc[k]]``), as one int64 array
+    (one kernel argument): a header of where each part starts (and where the last ends), then
+    ``offsets`` (``(K + 1) x 6``, flat), ``edge_ptr``, ``edge_to``, ``edge_final``, ``edge_cls_ptr``,
+    ``edge_cls``, ``first`` and ``boundary``; cover ``k``'s part of each starts at ``offsets[k, T_*]``
+    (row ``K`` holds the totals). Read it with :func:`table_views`.
+
+    Per cover: edges are one per cover state and cover class with a target, grouped by state
+    (``edge_ptr``, ``edge_to``, ``edge_final``: the target's finality); each lists the grammar
+    classes its bytes touch, sorted (``edge_cls_ptr``, ``edge_cls``); ``first`` are those of the
+    start's edges (sorted, distinct); ``boundary`` marks the final states with the start's
+    transitions. Sized in a first pass and written in a second, into the one array.
+    """
     nk = c_start.shape[0]
-    off = np.zeros((nk + 1, 6), dtype=np.int64)
-    parts = []  # (each cover's edges, made once)
+    kmax = 1
     for k in range(nk):
-        ep, et, ef, ecp, ec, fc, bd = cover_edges(c_byte_class[k], c_trans[k, :c_nq[k], :c_nc[k]],
-                                                  c_final[k, :c_nq[k]], c_start[k], g_byte_class, g_ncls)
-        parts.append((ep, et, ef, ecp, ec, fc, bd))
-        off[k + 1, T_PTR] = off[k, T_PTR] + ep.shape[0]
-        off[k + 1, T_EDGE] = off[k, T_EDGE] + et.shape[0]
-        off[k + 1, T_CLS_PTR] = off[k, T_CLS_PTR] + ecp.shape[0]
-        off[k + 1, T_CLS] = off[k, T_CLS] + ec.shape[0]
-        off[k + 1, T_FIRST] = off[k, T_FIRST] + fc.shape[0]
-        off[k + 1, T_STATE] = off[k, T_STATE] + bd.shape[0]
+        kmax = max(kmax, c_nc[k])
+    touch = np.zeros((kmax, g_ncls), dtype=np.uint8)
+    n_touch = np.zeros(kmax, dtype=np.int64)
+    starts = np.zeros(g_ncls, dtype=np.uint8)
+    off = np.zeros((nk + 1, 6), dtype=np.int64)
+    for k in range(nk):  # sizes
+        nq, kc = c_nq[k], c_nc[k]
+        _touch(c_byte_class[k], kc, g_byte_class, g_ncls, touch, n_touch)
+        ne = 0
+        nc = 0
+        starts[:] = 0
+        for q in range(nq):
+            for c in range(kc):
+                if c_trans[k, q, c] >= 0:
+                    ne += 1
+                    nc += n_touch[c]
+                    if q == c_start[k]:
+                        for g in range(g_ncls):
+                            if touch[c, g]:
+                                starts[g] = 1
+        nf = 0
+        for g in range(g_ncls):
+            nf += starts[g]
+        off[k + 1, T_PTR] = off[k, T_PTR] + nq + 1
+        off[k + 1, T_EDGE] = off[k, T_EDGE] + ne
+        off[k + 1, T_CLS_PTR] = off[k, T_CLS_PTR] + ne + 1
+        off[k + 1, T_CLS] = off[k, T_CLS] + nc
+        off[k + 1, T_FIRST] = off[k, T_FIRST] + nf
+        off[k + 1, T_STATE] = off[k, T_STATE] + nq
     sizes = (6 * (nk + 1), off[nk, T_PTR], off[nk, T_EDGE], off[nk, T_EDGE], off[nk, T_CLS_PTR], off[nk, T_CLS],
              off[nk, T_FIRST], off[nk, T_STATE])
     head = 9
@@ -360,29 +333,57 @@ def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_cla
         pos += sizes[j]
     out[8] = pos
     out[out[0]:out[1]] = off.reshape(-1)
-    for k in range(nk):
-        ep, et, ef, ecp, ec, fc, bd = parts[k]
-        b = out[1] + off[k, T_PTR]
-        out[b:b + ep.shape[0]] = ep
-        b = out[2] + off[k, T_EDGE]
-        out[b:b + et.shape[0]] = et
-        b = out[3] + off[k, T_EDGE]
-        out[b:b + ef.shape[0]] = ef
-        b = out[4] + off[k, T_CLS_PTR]
-        out[b:b + ecp.shape[0]] = ecp
-        b = out[5] + off[k, T_CLS]
-        out[b:b + ec.shape[0]] = ec
-        b = out[6] + off[k, T_FIRST]
-        out[b:b + fc.shape[0]] = fc
-        b = out[7] + off[k, T_STATE]
-        out[b:b + bd.shape[0]] = bd
+    for k in range(nk):  # contents
+        nq, kc = c_nq[k], c_nc[k]
+        _touch(c_byte_class[k], kc, g_byte_class, g_ncls, touch, n_touch)
+        edge_ptr = out[out[1] + off[k, T_PTR]:]
+        edge_to = out[out[2] + off[k, T_EDGE]:]
+        edge_final = out[out[3] + off[k, T_EDGE]:]
+        edge_cls_ptr = out[out[4] + off[k, T_CLS_PTR]:]
+        edge_cls = out[out[5] + off[k, T_CLS]:]
+        first = out[out[6] + off[k, T_FIRST]:]
+        boundary = out[out[7] + off[k, T_STATE]:]
+        e = 0
+        n = 0
+        edge_ptr[0] = 0
+        edge_cls_ptr[0] = 0
+        starts[:] = 0
+        for q in range(nq):
+            for c in range(kc):
+                t = c_trans[k, q, c]
+                if t < 0:
+                    continue
+                edge_to[e] = t
+                edge_final[e] = c_final[k, t]
+                for g in range(g_ncls):
+                    if touch[c, g]:
+                        edge_cls[n] = g
+                        n += 1
+                        if q == c_start[k]:
+                            starts[g] = 1
+                e += 1
+                edge_cls_ptr[e] = n
+            edge_ptr[q + 1] = e
+        nf = 0
+        for g in range(g_ncls):
+            if starts[g]:
+                first[nf] = g
+                nf += 1
+        for q in range(nq):
+            same = c_final[k, q] != 0
+            if same:
+                for c in range(kc):
+                    if c_trans[k, q, c] != c_trans[k, c_start[k], c]:
+                        same = False
+                        break
+            boundary[q] = 1 if same else 0
     return out
 
 
 @njit(nogil=True, cache=True)
 def table_views(tables):
     """``(offsets, edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary)``: views
-    of :func:`cover_tables`'s array."""
+    of :func:`cover_tables`'s array (cover ``k``'s part of each array starts at ``offsets[k, T_*]``)."""
     off = tables[tables[0]:tables[1]]
     return (off.reshape((off.shape[0] // 6, 6)), tables[tables[1]:tables[2]], tables[tables[2]:tables[3]],
             tables[tables[3]:tables[4]], tables[tables[4]:tables[5]], tables[tables[5]:tables[6]],

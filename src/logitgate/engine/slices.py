@@ -233,7 +233,7 @@ class SliceSet:
         return math.inf if h == DEPTH_INF else float(h)
 
     def cover_edges(self, k: int, rtn) -> tuple[np.ndarray, ...]:
-        """Cover ``k``'s search input in ``rtn``'s classes (as :func:`._survival.cover_edges` gives it)."""
+        """Cover ``k``'s search input in ``rtn``'s classes (its part of :func:`._survival.cover_tables`)."""
         off, *arrays = table_views(self._plan(rtn).tables)
         cols = (T_PTR, T_EDGE, T_EDGE, T_CLS_PTR, T_CLS, T_FIRST, T_STATE)
         return tuple(a[off[k, c]:off[k + 1, c]] for a, c in zip(arrays, cols, strict=True))
