@@ -24,28 +24,60 @@ def _pair(name: str, body=_BODY, key: str = "k") -> Grammar:
     return Grammar({"root": seq(lit("{"), Ref(name), lit(f"{key}:"), Ref(name), lit("}")), name: body})
 
 
-def _digest(g: Grammar, rule: str) -> str:
+def _nest(name: str, body=_BODY, key: str = "k") -> Grammar:
+    # the pair as a recursive rule below the root (called, and not in a cycle with the root)
+    pair = seq(lit("{"), Ref(name), lit(f"{key}:"), Ref(name), repeat(Ref("outer"), 0, 1), lit("}"))
+    return Grammar({"root": seq(Ref("outer"), lit(";")), "outer": pair, name: body})
+
+
+def _digest(g: Grammar, rule: str) -> str | None:
     rtn = compile_rtn(g)
     return rtn.rule_hash[rtn.rule_names.index(rule)]
 
 
 def test_digests_ignore_rule_names() -> None:
     assert _digest(_pair("text"), "text") == _digest(_pair("s17"), "s17")
-    assert _digest(_pair("text"), "root") == _digest(_pair("s17"), "root")  # calls are labelled by digests
+    assert _digest(_nest("text"), "outer") == _digest(_nest("s17"), "outer")  # calls are labelled by digests
 
 
 def test_digests_change_with_behaviour() -> None:
     other_body = seq(lit('"'), repeat(_CHARS, 0, 30), lit('"'))
     assert _digest(_pair("text"), "text") != _digest(_pair("text", other_body), "text")
     # same callee, different caller
-    assert _digest(_pair("text"), "root") != _digest(_pair("text", key="j"), "root")
+    assert _digest(_nest("text"), "outer") != _digest(_nest("text", key="j"), "outer")
+    # same caller, callee of another behaviour
+    assert _digest(_nest("text"), "outer") != _digest(_nest("text", other_body), "outer")
+
+
+def test_a_grammars_own_root_and_its_cycle_have_no_digest_and_keep_their_masks() -> None:
+    """A root built for the grammar (and every rule in a cycle with it) is the grammar's own: no
+    digest, and its states' masks stay with the grammar, out of the shared store; the rules it
+    calls are shared. A root taken from the rule cache (the builtin JSON grammar's: the any-value
+    rule of open objects) has its digest."""
+    recursive = Grammar({"root": seq(lit("("), repeat(Ref("item"), 0, None), lit(")")),
+                         "item": alt(Ref("root"), seq(Ref("text"), lit(","), Ref("text"))), "text": _BODY})
+    rtn = compile_rtn(recursive)
+    digests = dict(zip(rtn.rule_names, rtn.rule_hash, strict=True))
+    assert digests == {"root": None, "item": None, "text": digests["text"]} and digests["text"] is not None
+    compiler = lg.GrammarCompiler(small_vocab(['("ab","c"("d",""))']))
+    cg = compiler.compile_grammar(recursive)
+    m = lg.GrammarMatcher(cg)
+    for ch in '("ab","c"("':
+        m.get_next_token_ids()
+        assert m.accept_string(ch)
+    keys = {s: cg.rtn.state_key(s) for s in cg._state_masks}
+    own = [s for s, k in keys.items() if k is None]
+    shared = {(cg.tokenizer_info.fingerprint, *k) for k in keys.values() if k is not None}
+    assert own and shared and set(compiler.mask_store._items) == shared
+    compile_rtn(Grammar.from_json_schema({"type": "object", "properties": {"n": {"type": "integer"}}}))  # (open)
+    assert compile_rtn(Grammar.builtin_json()).rule_hash[0] is not None
 
 
 def test_recursive_rules_get_digests_of_their_cycle() -> None:
     def nested(open_: str) -> Grammar:
-        return Grammar({"root": Ref("v"), "v": seq(lit(open_), repeat(Ref("v"), 0, None), lit("]"))})
+        return Grammar({"root": seq(Ref("v"), lit(";")), "v": seq(lit(open_), repeat(Ref("v"), 0, None), lit("]"))})
 
-    assert _digest(nested("["), "v") == _digest(nested("["), "v")
+    assert _digest(nested("["), "v") == _digest(nested("["), "v") is not None
     assert _digest(nested("["), "v") != _digest(nested("("), "v")
 
 
@@ -64,10 +96,10 @@ def test_masks_shared_between_grammars_equal_fresh_ones() -> None:
     first = shared.compile_grammar(_pair("text"))
     _masks_along(first, b'{"ab"k:"c"}')  # fills the shared store with the "text" rule's masks
     second = _pair("other")
-    stored = len(shared.mask_store)
+    hits = shared.mask_store.hits
     reused = _masks_along(shared.compile_grammar(second), b'{"ba"k:""}')
     fresh = _masks_along(lg.GrammarCompiler(info).compile_grammar(second), b'{"ba"k:""}')
-    assert len(shared.mask_store) < stored + len(fresh)  # the second grammar found masks to reuse
+    assert shared.mask_store.hits > hits  # the second grammar found masks to reuse
     for a, b in zip(reused, fresh):
         assert a.tolist() == b.tolist()
 
@@ -187,14 +219,14 @@ def test_digests_remembered_for_cached_rules_are_the_digests_computed_afresh(mon
     other_body = seq(lit("'"), repeat(_CHARS, 0, None), lit("'"))  # (still called: lexeme-like)
     first = compile_rtn(Grammar.from_json_schema(schema)).rule_hash
     again = compile_rtn(Grammar.from_json_schema(schema)).rule_hash  # cache hits, remembered digests
-    # the root's cached automaton with a callee of another behaviour: another digest
-    roots = [_digest(_pair("text"), "root"), _digest(_pair("text", other_body), "root")]
+    # a cached rule with a callee of another behaviour: another digest
+    outers = [_digest(_nest("text"), "outer"), _digest(_nest("text", other_body), "outer")]
     monkeypatch.setattr(rtn_module, "_RULE_DFAS", LRU(64))
     monkeypatch.setattr(rtn_module, "_CYCLE_DIGESTS", {})
     fresh = compile_rtn(Grammar.from_json_schema(schema)).rule_hash
-    assert first == again == fresh
-    assert roots[1] != roots[0]
-    assert roots == [_digest(_pair("text"), "root"), _digest(_pair("text", other_body), "root")]
+    assert first == again == fresh and any(d is not None for d in first)
+    assert None not in outers and outers[1] != outers[0]
+    assert outers == [_digest(_nest("text"), "outer"), _digest(_nest("text", other_body), "outer")]
 
 
 def test_digests_are_made_at_first_use(monkeypatch) -> None:
@@ -209,10 +241,11 @@ def test_digests_are_made_at_first_use(monkeypatch) -> None:
     assert calls == [] and rtn.digest_input is not None
     names, dfas = rtn.digest_input
     eager = real(names, dfas)
-    key = rtn.state_key(rtn.root_start)
+    text = rtn.rule_names.index("text")
+    key = rtn.state_key(int(rtn.rule_start[text]))
     assert calls == [1] and rtn.digest_input is None  # made once, its inputs let go
-    assert rtn.rule_hash == eager and key == (eager[0], 0)
-    rtn.state_key(rtn.num_states - 1)
+    assert rtn.rule_hash == eager and key == (eager[text], 0) and eager[text] is not None
+    assert rtn.state_key(rtn.root_start) is None  # (the grammar's own root)
     assert calls == [1]
 
 

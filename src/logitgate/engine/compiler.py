@@ -187,12 +187,14 @@ class CompiledGrammar:
             if rep != state:
                 m = self._state_masks[state] = self.state_mask(rep)
                 return m
-        key = (self._runtime.info.fingerprint, *self.rtn.state_key(state))
-        m = self._store.get(key)
+        own = self.rtn.state_key(state)
+        key = None if own is None else (self._runtime.info.fingerprint, *own)
+        m = None if key is None else self._store.get(key)
         if m is None:
             rt = self._runtime
             m = compute_state_mask(state, self.rtn, rt.slices, rt.base_row, rt.scratch())
-            self._store.put(key, m)
+            if key is not None:  # (a state of the grammar's own rules keeps its mask here alone)
+                self._store.put(key, m)
         self._state_masks[state] = m
         return m
 
