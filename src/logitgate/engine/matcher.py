@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import MatcherError
 from . import _walk
 from .compiler import CompiledGrammar
-from .masks import _raise_walk_error
+from .masks import _raise_walk_error, _write_set
 
 __all__ = ["GrammarMatcher"]
 
@@ -173,7 +173,8 @@ class GrammarMatcher:
     def _advance(self, data: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool | None] | None:
         """The configuration after ``data``: ``(tops, parents, can it end)`` (None: not known yet),
         or None if ``data`` is rejected."""
-        sc = self._rt.scratch()
+        rt = self._rt
+        sc = getattr(rt._local, "scratch", None) or rt.scratch()  # (this thread's buffers)
         pool = self._pool
         info = sc.info
         info[2] = 0
@@ -206,14 +207,17 @@ class GrammarMatcher:
             self._save()
             self._terminated = True
             return True
-        if not (0 <= token_id < self._rt.vocab_size) or not self._rt.in_trie[token_id]:
+        rt = self._rt
+        if not (0 <= token_id < rt.vocab_size) or not rt.in_trie[token_id]:
             return False
-        res = self._advance(self._rt.token_data(token_id))
+        res = self._advance(rt.tok_data[rt.tok_off[token_id]:rt.tok_off[token_id + 1]])
         if res is None:
             return False
-        self._save()
+        if self.max_rollback_tokens:
+            self._save()
         self._top, self._par, self._can_end = res
-        self._maybe_terminate()
+        if self.terminate_without_stop_token:
+            self._maybe_terminate()
         return True
 
     def accept_string(self, text: str | bytes) -> bool:
@@ -257,6 +261,10 @@ class GrammarMatcher:
         any device: CPU tensors are written in place, others through a host copy).
         Returns True (the mask must be applied).
         """
+        if type(bitmask) is np.ndarray and bitmask.ndim == 2 and bitmask.shape[1] == self._rt.num_words \
+                and bitmask.dtype == np.int32 and bitmask.flags.c_contiguous:  # (the common case, checked fast)
+            self.fill_row(bitmask[index])
+            return True
         row, commit = _row_view(bitmask, index, self._rt.num_words)
         self.fill_row(row)
         if commit is not None:
@@ -272,6 +280,16 @@ class GrammarMatcher:
         cg = self._cg
         pool = self._pool
         base = self._rt.base_row
+        if self._top.shape[0] == 1:  # (one stack: most steps)
+            t = self._top.item(0)
+            sm = cg._state_masks.get(t) or cg.state_mask(t)
+            _write_set(row, sm.kind, sm.data, True, base)
+            p = self._par.item(0)
+            if p >= 0 and sm.exits.shape[0]:
+                _set_ids(row, cg.context_tokens(t, p, pool))
+            if self.can_terminate():
+                _set_ids(row, self._stop_ids)
+            return
         first = True
         for k in range(self._top.shape[0]):
             t = int(self._top[k])
