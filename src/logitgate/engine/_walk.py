@@ -148,7 +148,7 @@ def _set_tokens(row, node, tok_start, tok_ids):
 
 @njit(nogil=True, cache=True)
 def walk_trie(
-    top, par, starts, ends, n_starts,
+    top, par, starts, ends, n_starts, start_bytes,
     node_byte, node_depth, node_end, tok_start, tok_ids,
     byte_class, trans, ncls, final, simple, chain_ptr, chain_target, chain_push_ptr, chain_push,
     ps, pp, pd,
@@ -157,7 +157,10 @@ def walk_trie(
     """Walk trie subtrees from the one-stack configuration ``(top, par)``; return the exit count.
 
     Each range ``starts[x]:ends[x]`` of trie nodes is walked with ``starts[x]``'s byte consumed first:
-    ``1:node_end[0]`` is the whole trie, ``e:node_end[e]`` the subtree below node ``e``. Accepted tokens set bits in
+    ``1:node_end[0]`` is the whole trie, ``e:node_end[e]`` the subtree below node ``e``. When
+    ``start_bytes`` has ``n_starts`` entries, they are the first bytes of the ranges (each the subtree
+    of its start: a context resolution's exit nodes), read to skip a range whose byte's class is
+    already known to die without touching the trie. Accepted tokens set bits in
     ``accept_row``; nodes where a path pops into ``EXIT`` are written to ``exit_nodes``.
     ``info[3]`` is set to the smallest pool depth popped into (``1 << 30`` if none).
 
@@ -172,7 +175,10 @@ def walk_trie(
     # relative depth 1 is stepped from it, so a class found dead once skips the rest of its
     # subtrees (a context resolution starts at hundreds of exit nodes, most of them dead ends)
     dead_first = np.zeros(ncls, dtype=np.uint8)
+    known_bytes = start_bytes.shape[0] == n_starts
     for x in range(n_starts):
+        if known_bytes and dead_first[byte_class[start_bytes[x]]]:
+            continue
         first = starts[x]
         end = ends[x]
         base = node_depth[first] - 1  # relative depth 0 = the starting configuration
@@ -329,8 +335,8 @@ def _scratch_views(block, a, c):
 
 
 @njit(nogil=True, cache=True)
-def walk_trie_packed(top, par, starts, ends, node_byte, trie_pack, trans, flags, pack, frames, accept_row,
-                     exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info):
+def walk_trie_packed(top, par, starts, ends, start_bytes, node_byte, trie_pack, trans, flags, pack, frames,
+                     accept_row, exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info):
     """:func:`walk_trie` over all of ``starts``, with its arrays passed as fewer: ``trie_pack``
     (node depths, subtree ends, token starts and ids, see
     :attr:`logitgate.tokenizer.trie.TokenTrie.walk_pack`), ``trans``, ``flags`` and ``pack`` (the
@@ -342,7 +348,7 @@ def walk_trie_packed(top, par, starts, ends, node_byte, trie_pack, trans, flags,
     nd = cdepth.shape[0] // 3
     half = cbuf.shape[0] // 2
     return walk_trie(
-        top, par, starts, ends, starts.shape[0],
+        top, par, starts, ends, starts.shape[0], start_bytes,
         node_byte, trie_pack[trie_pack[0]:trie_pack[1]], trie_pack[trie_pack[1]:trie_pack[2]],
         trie_pack[trie_pack[2]:trie_pack[3]], trie_pack[trie_pack[3]:trie_pack[4]],
         byte_class, trans, ncls, flags[0], flags[1], chain_ptr, chain_target, chain_push_ptr, chain_push,

@@ -53,6 +53,15 @@ class StateMask:
     def has_exits(self) -> bool:
         return self.exits.shape[0] > 0
 
+    def exit_ranges(self, trie) -> tuple[np.ndarray, np.ndarray]:
+        """``(ends, bytes)`` of the exits' subtrees in ``trie`` (the slice set's): what a context
+        resolution walks, made at the first (kept: every resolution of this state walks them)."""
+        got = self.__dict__.get("_exit_ranges")
+        if got is None:
+            got = (trie.node_end[self.exits], trie.node_byte[self.exits])
+            object.__setattr__(self, "_exit_ranges", got)  # (frozen: its fields are the mask's value)
+        return got
+
     @property
     def nbytes(self) -> int:
         return int(self.data.nbytes + self.exits.nbytes + 64)
@@ -242,24 +251,26 @@ def resolve_context(state_mask: StateMask, parent: int, rtn, slices: SliceSet, p
     """
     row = scratch.row
     row[:] = 0
-    ex = state_mask.exits
     trie = slices.trie
-    _walk(int(pool.state[parent]), int(pool.parent[parent]), ex, trie.node_end[ex], rtn, trie,
-          pool, row, scratch, keep_exits=False)
+    ends, first_bytes = state_mask.exit_ranges(trie)
+    _walk(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, ends, rtn, trie,
+          pool, row, scratch, keep_exits=False, start_bytes=first_bytes)
     min_depth = min(int(pool.depth[parent]), int(scratch.info[3]))
     count = int(_count_and_list(row, scratch.ids))
     return (scratch.ids[:count].copy() if count <= scratch.ids.shape[0] else _row_to_ids(row, count)), min_depth
 
 
 def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, pool, row: np.ndarray,
-          scratch: WalkScratch, keep_exits: bool) -> np.ndarray:
-    """One :func:`walk_trie` call (``pool``: the frames below ``par``, or ``_NO_FRAMES``); returns the
-    exit nodes (a copy, when ``keep_exits``)."""
+          scratch: WalkScratch, keep_exits: bool, start_bytes: np.ndarray | None = None) -> np.ndarray:
+    """One :func:`walk_trie` call (``pool``: the frames below ``par``, or ``_NO_FRAMES``; ``start_bytes``:
+    the ranges' first bytes, when each range is one subtree); returns the exit nodes (a copy, when
+    ``keep_exits``)."""
     frames = _NO_FRAMES if pool is _NO_FRAMES else pool.block
     info = scratch.info
     while True:
         info[:] = 0
-        n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, trie.node_byte, trie.walk_pack, *rtn.step_pack,
+        n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, _NO_BYTES if start_bytes is None else start_bytes,
+                                            trie.node_byte, trie.walk_pack, *rtn.step_pack,
                                             frames, row, scratch.exits, scratch.cbuf, scratch.cdepth,
                                             *scratch.step_args)
         code = int(info[2])
@@ -271,6 +282,7 @@ def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, p
 
 
 _NO_EXITS = np.zeros(0, dtype=np.int32)
+_NO_BYTES = np.zeros(0, dtype=np.uint8)
 _NO_FRAMES = np.zeros((3, 1), dtype=np.int32)  # (no pool: a walk that never pops into one)
 
 
