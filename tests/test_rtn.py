@@ -298,3 +298,24 @@ def test_rules_inside_an_intersection_are_never_merged_or_hosts() -> None:
     for text_, ok in ((b"ac;", True), (b"bb;", True), (b"ab;", False), (b'y"a b"', True), (b'x"', False)):
         m = lg.GrammarMatcher(cg)
         assert (m.accept_string(text_) and m.can_terminate()) == ok, text_
+
+
+def test_an_automaton_built_for_a_special_is_digested_by_identity_not_by_its_table() -> None:
+    """A counted string's automaton is built directly (one per cached Special) and its digest is
+    that identity -- no SHA-256 over a table of up to 120,000 states at a grammar's first mask --
+    while grammars with the same string still share its masks."""
+    from logitgate.engine.automata import DFA
+
+    def schema(key: str) -> dict:
+        return {"type": "object", "properties": {key: {"type": "string", "maxLength": 300}}, "required": [key]}
+
+    digests = []
+    for key in ("a", "b"):
+        rtn = compile_rtn(Grammar.from_json_schema(schema(key)))
+        _, dfas = rtn.digest_input
+        (built,) = [i for i, d in enumerate(dfas) if "_layers" in d.__dict__]
+        d = dfas[built]
+        by_table = DFA(d.byte_class, d.trans, d.final, start=d.start).table_digest()
+        assert d.table_digest() != by_table  # (not a hash of the table)
+        digests.append(rtn.rule_hash[built])
+    assert digests[0] is not None and digests[0] == digests[1]  # (the same automaton: shared masks)

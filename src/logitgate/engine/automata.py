@@ -19,6 +19,7 @@ and raises :class:`LimitExceededError`.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -163,7 +164,8 @@ class DFA:
 
     def table_digest(self) -> bytes:
         """SHA-256 of the state count, byte classes, table and finality (calls excluded); computed
-        once per table and carried by :meth:`with_calls` copies."""
+        once per table and carried by :meth:`with_calls` copies. (An automaton built directly for a
+        :class:`Special` has its own unique digest instead: see :func:`_special_dfa`.)"""
         cached = self.__dict__.get("_table_digest")
         if cached is None:
             # (hashed in the narrowest type that holds every target: the state count fixes it)
@@ -535,7 +537,15 @@ def _special_dfa(expr: Special, max_states: int) -> DFA:
               as_built=True)
     if layers:
         out.__dict__["_layers"] = layers[0]
+    # Its table's identity for rule digests: this automaton, one per cached Special (equal args
+    # build equal tables, and find this one in the standalone cache) -- not a SHA-256 over the table,
+    # which a grammar's first mask paid for every built automaton it calls (a counted string bounded
+    # by maxLength: 6000 has 120,000 states; 30 ms on a MaskBench schema with dozens of them).
+    out.__dict__["_table_digest"] = hashlib.sha256(b"built automaton %d" % next(_BUILT_SERIALS)).digest()
     return out
+
+
+_BUILT_SERIALS = itertools.count()  # (each built automaton's identity: never reused)
 
 
 def _empty_dfa() -> DFA:
