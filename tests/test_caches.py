@@ -110,7 +110,9 @@ def test_memory_size_counts_the_survival_tables_of_masks() -> None:
     assert depths >= 6 * cg.rtn.num_states  # (int16 + int32 per cover and state)
     tables = sum(p.tables.nbytes for p in plans)
     contexts = 64 * cg._ctx_size  # (cached context resolutions, counted 64 bytes each)
-    assert cg.memory_size_bytes - contexts == before + depths + tables
+    own = sum(m.nbytes for s, m in cg._state_masks.items() if cg.rtn.state_key(s) is None)
+    assert own > 0  # (the root's first mask: the grammar's own, not in the shared store)
+    assert cg.memory_size_bytes - contexts - own == before + depths + tables
     assert before >= sum(a.nbytes for a in cg.rtn.step_pack)  # (the automaton itself)
 
 

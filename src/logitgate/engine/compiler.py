@@ -152,6 +152,7 @@ class CompiledGrammar:
         # (a dict of the states visited, not a list over all states: the cyclic collector walks
         # every slot of a list at each collection, for as long as the grammar is cached)
         self._state_masks: dict[int, StateMask] = {}
+        self._own_mask_bytes = 0  # (masks of the grammar's own rules: not in the shared store)
         self._reps: dict[int, int] = {}  # state -> the state whose mask it shares (layered rules)
         self._ctx: dict[int, dict] = {}  # context resolutions (see :meth:`context_tokens`)
         self._ctx_size = 0  # (their entries)
@@ -164,12 +165,13 @@ class CompiledGrammar:
 
     @property
     def memory_size_bytes(self) -> int:
-        """Bytes held by this grammar's automaton and its private caches (shared masks excluded)."""
+        """Bytes held by this grammar's automaton and its private caches: the masks of its own rules'
+        states and its context resolutions (masks in the shared store excluded)."""
         r = self.rtn
         arrays = list(r.step_pack)  # (the table, the state flags, byte classes and call chains)
         for plan in r.__dict__.get("_slice_plans", {}).values():  # survival depths per state
             arrays += [plan.lower, plan.memo, plan.tables]
-        return int(sum(a.nbytes for a in arrays) + 64 * self._ctx_size)
+        return int(sum(a.nbytes for a in arrays) + 64 * self._ctx_size + self._own_mask_bytes)
 
     def __repr__(self) -> str:
         st = self.rtn.stats
@@ -193,8 +195,10 @@ class CompiledGrammar:
         if m is None:
             rt = self._runtime
             m = compute_state_mask(state, self.rtn, rt.slices, rt.base_row, rt.scratch())
-            if key is not None:  # (a state of the grammar's own rules keeps its mask here alone)
+            if key is not None:
                 self._store.put(key, m)
+            else:  # (a state of the grammar's own rules keeps its mask here alone)
+                self._own_mask_bytes += m.nbytes
         self._state_masks[state] = m
         return m
 

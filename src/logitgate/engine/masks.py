@@ -64,7 +64,9 @@ class StateMask:
 
     @property
     def nbytes(self) -> int:
-        return int(self.data.nbytes + self.exits.nbytes + 64)
+        """Its arrays, with the exits' subtree ends and bytes a context resolution adds
+        (:meth:`exit_ranges`: counted from the start, so the figure never changes)."""
+        return int(self.data.nbytes + self.exits.shape[0] * 9 + 64)
 
     def write(self, row: np.ndarray, overwrite: bool, base: np.ndarray) -> None:
         """Write (``overwrite``) or OR this set into a packed bitmask row.
