@@ -69,13 +69,15 @@ def test_a_grammars_own_root_and_its_cycle_have_no_digest_and_keep_their_masks()
     own = [s for s, k in keys.items() if k is None]
     shared = {(cg.tokenizer_info.fingerprint, *k) for k in keys.values() if k is not None}
     assert own and shared and set(compiler.mask_store._items) == shared
-    compile_rtn(Grammar.from_json_schema({"type": "object", "properties": {"n": {"type": "integer"}}}))  # (open)
+    open_object = {"type": "object", "properties": {"n": {"type": "integer"}}}  # (caches the any-value rule)
+    compile_rtn(Grammar.from_json_schema(open_object))
     assert compile_rtn(Grammar.builtin_json()).rule_hash[0] is not None
 
 
 def test_recursive_rules_get_digests_of_their_cycle() -> None:
     def nested(open_: str) -> Grammar:
-        return Grammar({"root": seq(Ref("v"), lit(";")), "v": seq(lit(open_), repeat(Ref("v"), 0, None), lit("]"))})
+        v = seq(lit(open_), repeat(Ref("v"), 0, None), lit("]"))
+        return Grammar({"root": seq(Ref("v"), lit(";")), "v": v})
 
     assert _digest(nested("["), "v") == _digest(nested("["), "v") is not None
     assert _digest(nested("["), "v") != _digest(nested("("), "v")
@@ -307,7 +309,8 @@ def test_an_automaton_built_for_a_special_is_digested_by_identity_not_by_its_tab
     from logitgate.engine.automata import DFA
 
     def schema(key: str) -> dict:
-        return {"type": "object", "properties": {key: {"type": "string", "maxLength": 300}}, "required": [key]}
+        counted = {"type": "string", "maxLength": 300}
+        return {"type": "object", "properties": {key: counted}, "required": [key]}
 
     digests = []
     for key in ("a", "b"):

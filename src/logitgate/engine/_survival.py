@@ -320,8 +320,8 @@ def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_cla
         off[k + 1, T_CLS] = off[k, T_CLS] + nc
         off[k + 1, T_FIRST] = off[k, T_FIRST] + nf
         off[k + 1, T_STATE] = off[k, T_STATE] + nq
-    sizes = (6 * (nk + 1), off[nk, T_PTR], off[nk, T_EDGE], off[nk, T_EDGE], off[nk, T_CLS_PTR], off[nk, T_CLS],
-             off[nk, T_FIRST], off[nk, T_STATE])
+    sizes = (6 * (nk + 1), off[nk, T_PTR], off[nk, T_EDGE], off[nk, T_EDGE], off[nk, T_CLS_PTR],
+             off[nk, T_CLS], off[nk, T_FIRST], off[nk, T_STATE])
     head = 9
     total = head
     for x in sizes:
@@ -465,8 +465,8 @@ def cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit
 @njit(nogil=True, cache=True)
 def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_wider, off, edge_ptr, edge_to,
                edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, max_pairs,
-               s_cover, s_max, s_first, s_end, r_ptr, r_node, r_end, r_byte, byte_class, final, take, starts, ends,
-               exits):
+               s_cover, s_max, s_first, s_end, r_ptr, r_node, r_end, r_byte, byte_class, final, take, starts,
+               ends, exits):
     """Which slices ``state`` accepts whole (``take[j]``), the trie ranges of the others to walk
     (``starts``/``ends``) and, of a final state, the top-level nodes whose first byte only a pop can
     take (``exits``); returns the counts of ranges and of exits. See
@@ -537,8 +537,11 @@ def plan_state_packed(state, trans, flags, step, params, tables, lower, memo, ta
     byte_class, ncls = step[step[0]:step[1]], step[6]
     chain_ptr, chain_target = step[step[1]:step[2]], step[step[2]:step[3]]
     p = params
+    c_start, c_limit, c_wider = p[p[0]:p[1]], p[p[1]:p[2]], p[p[2]:p[3]]
+    s_cover, s_max, s_first, s_end = p[p[3]:p[4]], p[p[4]:p[5]], p[p[5]:p[6]], p[p[6]:p[7]]
+    r_ptr, r_node, r_end, r_byte = p[p[7]:p[8]], p[p[8]:p[9]], p[p[9]:p[10]], p[p[10]:p[11]]
     off, edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary = table_views(tables)
-    return plan_state(state, trans, ncls, chain_ptr, chain_target, p[p[0]:p[1]], p[p[1]:p[2]], p[p[2]:p[3]], off,
-                      edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, p[12],
-                      p[p[3]:p[4]], p[p[4]:p[5]], p[p[5]:p[6]], p[p[6]:p[7]], p[p[7]:p[8]], p[p[8]:p[9]],
-                      p[p[9]:p[10]], p[p[10]:p[11]], byte_class, flags[0], take, starts, ends, exits)
+    return plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_wider, off, edge_ptr,
+                      edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, p[12],
+                      s_cover, s_max, s_first, s_end, r_ptr, r_node, r_end, r_byte, byte_class, flags[0],
+                      take, starts, ends, exits)

@@ -271,10 +271,10 @@ def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, p
     info = scratch.info
     while True:
         info[:] = 0
-        n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, _NO_BYTES if start_bytes is None else start_bytes,
-                                            trie.node_byte, trie.walk_pack, *rtn.step_pack,
-                                            frames, row, scratch.exits, scratch.cbuf, scratch.cdepth,
-                                            *scratch.step_args)
+        firsts = _NO_BYTES if start_bytes is None else start_bytes
+        n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, firsts, trie.node_byte, trie.walk_pack,
+                                            *rtn.step_pack, frames, row, scratch.exits, scratch.cbuf,
+                                            scratch.cdepth, *scratch.step_args)
         code = int(info[2])
         if code == _walk_mod.ERR_EXITS:  # at most one exit per trie node: size it once and walk again
             scratch.exits = np.empty(max(scratch.exits.shape[0] * 4, trie.node_byte.shape[0]), dtype=np.int32)

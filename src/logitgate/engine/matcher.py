@@ -262,7 +262,7 @@ class GrammarMatcher:
         Returns True (the mask must be applied).
         """
         if type(bitmask) is np.ndarray and bitmask.ndim == 2 and bitmask.shape[1] == self._rt.num_words \
-                and bitmask.dtype == np.int32 and bitmask.flags.c_contiguous:  # (the common case, checked fast)
+                and bitmask.dtype == np.int32 and bitmask.flags.c_contiguous:  # (the common case, fast)
             self.fill_row(bitmask[index])
             return True
         row, commit = _row_view(bitmask, index, self._rt.num_words)

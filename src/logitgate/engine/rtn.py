@@ -82,7 +82,7 @@ class RTN:
     digest_input: tuple[list[str], list[DFA]] | None = field(default=None, repr=False)
     # the step arrays, and views of them (made by ``__post_init__``)
     trans: np.ndarray = field(init=False, repr=False)  # int32[num_states * num_classes]
-    final: np.ndarray = field(init=False, repr=False)  # uint8[num_states]: the state's rule may end here (pop)
+    final: np.ndarray = field(init=False, repr=False)  # uint8[num_states]: the rule may end here (pop)
     simple: np.ndarray = field(init=False, repr=False)  # uint8[num_states]: no call chains and not final
     dead_end: np.ndarray = field(init=False, repr=False)  # uint8[num_states]: final, no byte to consume
     byte_class: np.ndarray = field(init=False, repr=False)  # int32[256]: classes numbered by lowest byte
@@ -673,8 +673,8 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
         rule_of_state=rule_of_state,
         local_index=local_index,
         step_pack=(trans, flags, pack),
-        stats={"rules": len(names), "states": flags.shape[1], "classes": int(pack[6]), "chains": int(pack[3] - pack[2]),
-               "nfa_states": nfa_states},
+        stats={"rules": len(names), "states": flags.shape[1], "classes": int(pack[6]),
+               "chains": int(pack[3] - pack[2]), "nfa_states": nfa_states},
         layers=layers,
         digest_input=(names, dfas),
     )

@@ -175,8 +175,8 @@ class SliceSet:
         them)."""
         take, starts, ends, exits = out if out is not None else self.plan_buffers()
         p = self._plan(rtn)
-        n, ne = plan_state_packed(state, *rtn.step_pack, self.plan_params, p.tables, p.lower, p.memo, take, starts,
-                                  ends, exits)
+        n, ne = plan_state_packed(state, *rtn.step_pack, self.plan_params, p.tables, p.lower, p.memo, take,
+                                  starts, ends, exits)
         key = take.tobytes()
         taken = self._taken.get(key)
         if taken is None:
