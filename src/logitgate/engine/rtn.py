@@ -688,9 +688,9 @@ def _rule_hashes(names: list[str], dfas: list[DFA]) -> list[str | None]:
 
     A root is what makes a grammar itself: another grammar with the same root automaton is rare
     (1.7 % of the root states' first masks on 300 MaskBench schemas found one in the mask store,
-    11 % of the other rules' states), and digesting it cost the first mask up to a SHA-256 over
-    the whole table (20 ms for a 365,000-state root) plus a store lookup per state. Its states'
-    masks stay with the grammar (:meth:`RTN.state_key` is None for them).
+    11 % of the other rules' states), and digesting it cost a new grammar's first mask a SHA-256
+    over its whole table (25-100 µs, cold, on the fixed workloads' grammars) plus a store lookup
+    per state. Its states' masks stay with the grammar (:meth:`RTN.state_key` is None for them).
 
     Two rules with equal digests behave identically as stack tops, whatever grammar they come from
     and whatever they are called there, so per-state token masks can be shared between grammars.
