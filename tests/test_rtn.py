@@ -2,7 +2,8 @@
 
 A digest must depend only on behaviour (the rule's minimal DFA and what its calls do), not on
 rule names, so equal rules in different grammars share their masks -- and masks reused that way
-must be the masks the grammar would have computed itself.
+must be the masks the grammar would have computed itself. A grammar's own root (and what is in a
+cycle with it) has none: its masks stay with the grammar.
 """
 
 from __future__ import annotations
