@@ -292,13 +292,13 @@ def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_cla
     kmax = 1
     for k in range(nk):
         kmax = max(kmax, c_nc[k])
-    touch = np.zeros((kmax, g_ncls), dtype=np.uint8)
-    n_touch = np.zeros(kmax, dtype=np.int64)
+    touch = np.zeros((nk, kmax, g_ncls), dtype=np.uint8)  # (per cover, made once for both passes)
+    n_touch = np.zeros((nk, kmax), dtype=np.int64)
     starts = np.zeros(g_ncls, dtype=np.uint8)
     off = np.zeros((nk + 1, 6), dtype=np.int64)
     for k in range(nk):  # sizes
         nq, kc = c_nq[k], c_nc[k]
-        _touch(c_byte_class[k], kc, g_byte_class, g_ncls, touch, n_touch)
+        _touch(c_byte_class[k], kc, g_byte_class, g_ncls, touch[k], n_touch[k])
         ne = 0
         nc = 0
         starts[:] = 0
@@ -306,10 +306,10 @@ def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_cla
             for c in range(kc):
                 if c_trans[k, q, c] >= 0:
                     ne += 1
-                    nc += n_touch[c]
+                    nc += n_touch[k, c]
                     if q == c_start[k]:
                         for g in range(g_ncls):
-                            if touch[c, g]:
+                            if touch[k, c, g]:
                                 starts[g] = 1
         nf = 0
         for g in range(g_ncls):
@@ -335,7 +335,6 @@ def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_cla
     out[out[0]:out[1]] = off.reshape(-1)
     for k in range(nk):  # contents
         nq, kc = c_nq[k], c_nc[k]
-        _touch(c_byte_class[k], kc, g_byte_class, g_ncls, touch, n_touch)
         edge_ptr = out[out[1] + off[k, T_PTR]:]
         edge_to = out[out[2] + off[k, T_EDGE]:]
         edge_final = out[out[3] + off[k, T_EDGE]:]
@@ -356,7 +355,7 @@ def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_cla
                 edge_to[e] = t
                 edge_final[e] = c_final[k, t]
                 for g in range(g_ncls):
-                    if touch[c, g]:
+                    if touch[k, c, g]:
                         edge_cls[n] = g
                         n += 1
                         if q == c_start[k]:
