@@ -60,16 +60,20 @@ _FNV_PRIME = np.uint64(1099511628211)
 
 
 @njit(nogil=True, cache=True)
-def byte_classes(set_words, lit_used):
-    """The coarsest byte classes refining every byte set and isolating every used literal byte.
+def byte_classes(set_words, lit, nlit):
+    """The coarsest byte classes refining every byte set and isolating every byte of the literals.
 
-    ``set_words[j]`` holds set ``j`` as 4 little-endian 64-bit words (bit ``b`` = byte ``b``).
+    ``set_words[j]`` holds set ``j`` as 4 little-endian 64-bit words (bit ``b`` = byte ``b``);
+    the literals' bytes are ``lit[:nlit]``.
     Classes are numbered by their lowest byte. Returns ``(byte_class[256], mask_ptr, mask_cls)``:
     the classes of mask id ``m`` are ``mask_cls[mask_ptr[m]:mask_ptr[m + 1]]`` (ids ``0..255`` are
     single bytes, ``256 + j`` the sets).
     """
     nsets = set_words.shape[0]
     nw = (nsets + 63) // 64
+    lit_used = np.zeros(256, dtype=np.uint8)
+    for i in range(nlit):
+        lit_used[lit[i]] = 1
     sig = np.zeros((256, nw + 1), dtype=np.uint64)  # membership bits per byte, then the literal tag
     for b in range(256):
         w, bit = b >> 6, np.uint64(b & 63)

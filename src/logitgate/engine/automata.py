@@ -79,20 +79,6 @@ def class_representatives(byte_class: np.ndarray) -> np.ndarray:
     return np.unique(byte_class, return_index=True)[1]
 
 
-_WORDS: dict[int, tuple[int, int, int, int]] = {}
-
-
-def _mask_words(mask: int) -> tuple[int, int, int, int]:
-    """A 256-bit byte mask as 4 little-endian 64-bit words (cached: schemas reuse few sets)."""
-    w = _WORDS.get(mask)
-    if w is None:
-        if len(_WORDS) > 50_000:
-            _WORDS.clear()
-        m64 = (1 << 64) - 1
-        w = _WORDS[mask] = (mask & m64, (mask >> 64) & m64, (mask >> 128) & m64, mask >> 192)
-    return w
-
-
 def _mask_bits(mask: int) -> np.ndarray:
     """A 256-bit byte mask as bool[256]."""
     return np.unpackbits(np.frombuffer(mask.to_bytes(32, "little"), dtype=np.uint8), bitorder="little").astype(bool)
@@ -106,7 +92,10 @@ class DFA:
     state ``s`` or -1; ``final[s]`` marks accepting states; call edges ``(call_src[i],
     call_rule[i]) -> call_dst[i]`` are sorted by source, then rule. ``as_built``: built directly
     (a :class:`Special`'s automaton), trimmed and the same for equal input, and used as it is for
-    a rule rather than minimized (which would cost more than the few states it saves).
+    a rule rather than minimized (which would cost more than the few states it saves). One made
+    by :func:`trim` or :func:`minimize`, or built directly, holds the fact ``_trimmed`` (in its
+    ``__dict__``, carried by :meth:`with_calls`): every state reaches a final state, call edges
+    counted as edges.
     """
 
     byte_class: np.ndarray
@@ -117,6 +106,10 @@ class DFA:
     call_dst: np.ndarray = field(default_factory=lambda: _NO_CALLS)
     start: int = 0
     as_built: bool = False
+
+    def __post_init__(self) -> None:
+        if self.as_built:
+            self.__dict__["_trimmed"] = True
 
     @classmethod
     def from_lists(cls, classes: list[int], trans: list[list[int]], final: list[bool],
@@ -181,8 +174,8 @@ class DFA:
     def with_calls(self, call_src: np.ndarray, call_rule: np.ndarray, call_dst: np.ndarray) -> DFA:
         """The same tables with other call edges (sorted by source, then rule)."""
         out = DFA(self.byte_class, self.trans, self.final, call_src, call_rule, call_dst, self.start)
-        for fact in ("_table_digest", "_accepts_without_calls", "_named", "_layers"):  # facts of the tables alone,
-            # and the cached rule they are (its calls renumbered, not changed)
+        for fact in ("_table_digest", "_accepts_without_calls", "_named", "_layers", "_trimmed"):  # facts of the
+            # tables alone, and of the cached rule they are (its calls renumbered, not changed)
             if fact in self.__dict__:
                 out.__dict__[fact] = self.__dict__[fact]
         return out
@@ -350,13 +343,12 @@ class Program:
         self.ops += (K.OP_EMBED, len(self.embeds))
         self.embeds.append((dfa, None))  # (its classes' set ids: made by determinize, if it needs them)
 
-    def _classes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Coarsest byte classes refining every mask used; ``(byte_class, mask_ptr, mask_cls)``."""
-        used = np.zeros(256, dtype=np.uint8)
-        if self.lit:
-            used[np.frombuffer(bytes(self.lit), dtype=np.uint8)] = 1
-        words = np.array([_mask_words(m) for m in self.sets], dtype=np.uint64).reshape(len(self.sets), 4)
-        return K.byte_classes(words, used)
+    def _classes(self, lit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Coarsest byte classes refining every mask used and isolating the bytes of the literal
+        pool ``lit`` (its first ``len(self.lit)`` bytes); ``(byte_class, mask_ptr, mask_cls)``."""
+        # (each mask as 4 little-endian 64-bit words)
+        words = np.frombuffer(b"".join([m.to_bytes(32, "little") for m in self.sets]), dtype="<u8").reshape(-1, 4)
+        return K.byte_classes(words, lit, len(self.lit))
 
     def determinize(self, max_nfa_states: int, max_dfa_states: int) -> tuple[DFA, int]:
         """The program's DFA (start state 0; unreachable or dead states may remain) and the
@@ -377,7 +369,8 @@ class Program:
             return d, d.num_states + 1
         # the set ids of embedded automata's classes (not made for a program that is one embed, above)
         self.embeds = [(d, [self._set_id(m) for m in d.classes] if ids is None else ids) for d, ids in self.embeds]
-        byte_class, mask_ptr, mask_cls = self._classes()
+        lit = np.frombuffer(bytes(self.lit) or b"\0", dtype=np.uint8)
+        byte_class, mask_ptr, mask_cls = self._classes(lit)
         ncls = int(byte_class.max()) + 1
         if self._literals is not None:  # a set of literals alone
             trans, final, group, nodes = K.literal_set_dfa(*self._literals[:3], byte_class, ncls)
@@ -405,7 +398,7 @@ class Program:
         else:  # (most programs: no And/Not operand or Special automaton)
             embedded = _NO_EMBEDS
         status, nfa_states, trans, final, c_src, c_rule, c_dst = K.build_dfa(
-            np.asarray(self.ops, dtype=np.int32), np.frombuffer(bytes(self.lit) or b"\0", dtype=np.uint8),
+            np.asarray(self.ops, dtype=np.int32), lit,
             *embedded, mask_ptr, mask_cls, ncls, max_nfa_states, max_dfa_states)
         if status == K.NFA_LIMIT:
             raise LimitExceededError(f"grammar automaton exceeds {max_nfa_states} NFA states", limit="max_nfa_states")
@@ -447,7 +440,9 @@ def trim(dfa: DFA, productive: np.ndarray | None = None) -> DFA | None:
                                 _kept_rules(dfa, productive), dfa.start)
     if t.shape[0] == 0:
         return None
-    return DFA(dfa.byte_class, t, f.view(bool), cs, cr, cd, 0)
+    out = DFA(dfa.byte_class, t, f.view(bool), cs, cr, cd, 0)
+    out.__dict__["_trimmed"] = True
+    return out
 
 
 def minimize(dfa: DFA, productive: np.ndarray | None = None) -> DFA | None:
@@ -463,7 +458,9 @@ def minimize(dfa: DFA, productive: np.ndarray | None = None) -> DFA | None:
     if t.shape[0] == 0:
         return None
     # classes are numbered by lowest byte and merged groups by their first class: still canonical
-    return DFA(group[dfa.byte_class].astype(np.int32), t, f.view(bool), cs, cr, cd, 0)
+    out = DFA(group[dfa.byte_class].astype(np.int32), t, f.view(bool), cs, cr, cd, 0)
+    out.__dict__["_trimmed"] = True
+    return out
 
 
 # ---------------------------------------------------------------------- And / Not

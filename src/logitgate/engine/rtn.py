@@ -37,7 +37,7 @@ from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, Special
 from ._automata_kernels import LEFT_RECURSIVE, TOO_MANY_CHAINS, assemble_network
-from .automata import DFA, Program, is_productive, minimize
+from .automata import DFA, Program, is_productive, minimize, trim
 from .lru import LRU
 
 __all__ = ["RTN", "CompileLimits", "compile_rtn"]
@@ -499,7 +499,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
             # minimal assuming every callee is productive (they nearly always are; see below),
             # unless built directly (a Special's automaton: trimmed, and the same for equal input)
             if not dfa.as_built:
-                dfa = minimize(dfa) or dfa
+                dfa = (trim(dfa) if name == g.root else minimize(dfa)) or dfa
             if name != g.root:  # (a root is one grammar's own automaton: kept, it would keep its IR alive)
                 assert key is not None  # (only a root goes without)
                 _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called))
@@ -517,8 +517,15 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     # Productivity of rules (fixpoint), then trim + minimize.
     # (callees first: a fixpoint is iterated only inside recursive components)
     productive = np.zeros(len(called), dtype=bool)
+    callees = [sorted(set(d.call_rule.tolist())) for d in dfas]
     for comp in sccs:
         members = [rule_id[n] for n in comp if n in rule_id]
+        if len(members) == 1 and "_trimmed" in dfas[members[0]].__dict__ and comp[0] not in refs[comp[0]]:
+            # (every state of a trimmed DFA reaches a final state when its callees can return)
+            i = members[0]
+            if all(productive[r] for r in callees[i]):
+                productive[i] = True
+                continue
         changed = bool(members)
         while changed:
             changed = False
@@ -533,20 +540,22 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     every = bool(productive.all())
     trimmed = [(d if every or productive[d.call_rule].all() else minimize(d, productive))
                if productive[i] else None for i, d in enumerate(dfas)]
+    if not every:
+        callees = [[] if d is None else sorted(set(d.call_rule.tolist())) for d in trimmed]
 
     # Keep only rules reachable from the root through call edges.
     keep = [0]
     seen = {0}
     k = 0
     while k < len(keep):
-        d = trimmed[keep[k]]
+        i = keep[k]
         k += 1
-        assert d is not None
-        for r in sorted(set(d.call_rule.tolist())):
+        assert trimmed[i] is not None
+        for r in callees[i]:
             if r not in seen:
                 seen.add(r)
                 keep.append(r)
-    if keep == list(range(len(called))):  # (the common case: every rule kept, in order)
+    if len(keep) == len(called):  # (the common case: every rule kept, numbered as they are)
         names, rdfas = called, trimmed  # type: ignore[assignment]
     else:
         remap = np.full(len(called), -1, dtype=np.int32)
