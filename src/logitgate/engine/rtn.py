@@ -517,7 +517,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     # Productivity of rules (fixpoint), then trim + minimize.
     # (callees first: a fixpoint is iterated only inside recursive components)
     productive = np.zeros(len(called), dtype=bool)
-    callees = [sorted(set(d.call_rule.tolist())) for d in dfas]
+    callees = [d.__dict__.get("_callees") or (sorted(set(d.call_rule.tolist())) if d.call_rule.shape[0] else [])
+               for d in dfas]  # (the callee rule ids of each)
     for comp in sccs:
         members = [rule_id[n] for n in comp if n in rule_id]
         if len(members) == 1 and "_trimmed" in dfas[members[0]].__dict__ and comp[0] not in refs[comp[0]]:
@@ -596,10 +597,12 @@ class _NamedCalls:
         d = self.dfa
         if not self.callees:
             return d
-        rule = np.array([rule_id[n] for n in self.callees], dtype=np.int32)[d.call_rule]
+        ids = [rule_id[n] for n in self.callees]
+        rule = np.array(ids, dtype=np.int32)[d.call_rule]
         o = np.lexsort((rule, d.call_src))  # calls sorted by source, then rule id
         out = d.with_calls(d.call_src[o], rule[o], d.call_dst[o])
         out.__dict__["_named"] = self  # (kept by further with_calls renumberings)
+        out.__dict__["_callees"] = sorted(ids)  # (its callee rule ids: see compile_rtn)
         return out
 
 
