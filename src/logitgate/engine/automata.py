@@ -537,8 +537,9 @@ def _special_dfa(expr: Special, max_states: int) -> DFA:
     # Its table's identity for rule digests: this automaton, one per cached Special (equal args
     # build equal tables, and find this one in the standalone cache) -- not a SHA-256 over the table,
     # which a grammar's first mask paid for every built automaton it calls (a counted string bounded
-    # by maxLength: 6000 has 120,000 states; 30 ms on a MaskBench schema with dozens of them).
-    out.__dict__["_table_digest"] = hashlib.sha256(b"built automaton %d" % next(_BUILT_SERIALS)).digest()
+    # by maxLength: 6000 has 120,000 states; 30 ms on a MaskBench schema with dozens of them) -- nor
+    # even over the serial: 32 bytes, as long as a digest, are enough.
+    out.__dict__["_table_digest"] = b"built automaton %016d" % next(_BUILT_SERIALS)
     return out
 
 

@@ -149,6 +149,8 @@ class _Composite(Expr):
     _size: int = field(default=-1, init=False, repr=False, compare=False)
     #: whether a reference-free node derives the empty string, once known (-1: not yet)
     _nullable: int = field(default=-1, init=False, repr=False, compare=False)
+    #: ``(refs, boolean_refs)`` of a node that is a rule's whole body, once scanned (see _scan_refs)
+    _scanned: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def _key(self) -> tuple:
         raise NotImplementedError
@@ -523,11 +525,18 @@ def _normalize(e: Expr) -> Expr:
 def _scan_refs(e: Expr) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(refs, boolean_refs)``: every rule name referenced in ``e`` (with repeats), and those
     referenced inside an ``And``/``Not`` operand -- in one walk that skips (and marks) subtrees
-    without references, which builders share widely (string bodies, number automata)."""
+    without references, which builders share widely (string bodies, number automata). Remembered
+    on a composite ``e``: library rules (any JSON value, ...) are the same nodes in every grammar."""
+    done = getattr(e, "_scanned", None)
+    if done is not None:
+        return done
     refs: list[str] = []
     inside: list[str] = []
     _scan(e, False, refs, inside)
-    return tuple(refs), tuple(inside)
+    out = (tuple(refs), tuple(inside))
+    if isinstance(e, _Composite):
+        object.__setattr__(e, "_scanned", out)
+    return out
 
 
 def _scan(x: Expr, under: bool, refs: list[str], inside: list[str]) -> bool:

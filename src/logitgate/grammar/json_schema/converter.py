@@ -46,6 +46,9 @@ _TYPE_SCHEMAS = {
 }
 MAX_RULES = 200_000
 MAX_ONEOF_RULES = 2_000
+#: values being built inside one another at most (nested properties and items, and the branches of
+#: anyOf/oneOf a value distributes over): deeper is a schema that expands without end
+MAX_OPEN_VALUES = 100
 
 
 @dataclass(frozen=True)
@@ -330,6 +333,10 @@ class Converter:
         name = self.new_name("s")
         self.memo[key] = name
         self.in_progress[name] = self.depth
+        if len(self.in_progress) > MAX_OPEN_VALUES:
+            raise SchemaError(f"the schema expands into more than {MAX_OPEN_VALUES} values inside one another: it "
+                              "refers to itself without end (left recursion) or nests too deeply",
+                              keyword="$ref", pointer=nodes[0].ptr)
         try:
             body = self.build(nodes)
         finally:

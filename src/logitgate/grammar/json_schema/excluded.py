@@ -19,6 +19,7 @@ decoded prefix is then no name's prefix). The states at the end of a name are no
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
@@ -226,8 +227,7 @@ def build_except_automaton(names: tuple, dfa_of: Callable[[Expr], Any], max_stat
     a plain expression (here: any string content)."""
     s_class, s_trans, s_final, s0 = _string_automaton(dfa_of)
     joined = "".join(names)
-    key_ptr = np.zeros(len(names) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in names], out=key_ptr[1:])
+    key_ptr = np.array([0, *itertools.accumulate(map(len, names))], dtype=np.int64)
     if joined.isascii():  # (nearly always: the spellings of every ASCII character are made once)
         keys = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).astype(np.int64)
         table = _ascii_spellings()
@@ -238,8 +238,8 @@ def build_except_automaton(names: tuple, dfa_of: Callable[[Expr], Any], max_stat
                                           dfa_of, max_states)
         chars, keys = np.unique(cps, return_inverse=True)
         table = _spelling_table([_spellings(cp) for cp in chars.tolist()])
-    byte_class, trans, final, n = _build_names(keys.ravel().astype(np.int64), key_ptr, *table, s_class, s_trans,
-                                               s_final, s0, max_states)
+    keys = np.ascontiguousarray(keys.ravel(), dtype=np.int64)  # (a copy only where not int64 already)
+    byte_class, trans, final, n = _build_names(keys, key_ptr, *table, s_class, s_trans, s_final, s0, max_states)
     if n < 0:
         raise LimitExceededError(f"the automaton of keys other than {len(names)} names exceeds {max_states} states",
                                  limit="max_dfa_states")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import unquote, urljoin
 
 from ...errors import SchemaError
 
@@ -51,6 +51,8 @@ class RefResolver:
             self.root_base = self._resource.id() or ""
         except Exception as exc:  # malformed ids and the like
             raise SchemaError(f"cannot index schema: {exc}", keyword="$id") from exc
+        self._root = root
+        self._plain: bool | None = None  # whether the document names no resource (found on first use)
         self._registry: Any = None
 
     @property
@@ -76,9 +78,20 @@ class RefResolver:
         return base
 
     def resolve(self, ref: str, base: str, pointer: str) -> tuple[Any, str]:
-        """``(target schema, its base URI)``; unknown or remote targets raise SchemaError."""
+        """``(target schema, its base URI)``; unknown or remote targets raise SchemaError.
+
+        A JSON pointer into a document that names no resource (no ``$id``, ``id`` or anchor
+        anywhere: most schemas) is followed here directly, without indexing the document.
+        """
         if not isinstance(ref, str):
             raise SchemaError("$ref must be a string", keyword="$ref", pointer=pointer)
+        if ref[:2] == "#/" or ref == "#":
+            if self._plain is None:
+                self._plain = not _names_resources(self._root)
+            if self._plain:
+                target = _follow_pointer(self._root, ref[1:])
+                if target is not _MISSING:
+                    return target, self.root_base
         try:
             resolved = self.registry.resolver(base_uri=base).lookup(ref)
         except _referencing().exceptions.Unresolvable as exc:
@@ -99,6 +112,47 @@ class RefResolver:
             return cls(schema, format_checker=format_checker)
         return cls(schema, registry=self.registry, format_checker=format_checker,
                    _resolver=self.registry.resolver(base_uri=base))
+
+
+#: keywords that name a resource or an anchor (``id`` is draft 4's ``$id``)
+_RESOURCE_KEYWORDS = frozenset(("$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor"))
+_MISSING = object()
+
+
+def _names_resources(doc: Any) -> bool:
+    """Whether ``doc`` may name a resource or an anchor anywhere: a resource keyword with a string
+    value (or any anchor keyword) under any key, a property named so included (conservative)."""
+    stack = [doc]
+    while stack:
+        x = stack.pop()
+        if type(x) is dict:
+            for k, v in x.items():
+                if k in _RESOURCE_KEYWORDS and (type(v) is str or k in ("$dynamicAnchor", "$recursiveAnchor")):
+                    return True
+                if type(v) is dict or type(v) is list:
+                    stack.append(v)
+        elif type(x) is list:
+            stack.extend(v for v in x if type(v) is dict or type(v) is list)
+    return False
+
+
+def _follow_pointer(doc: Any, fragment: str) -> Any:
+    """The value at the URI fragment ``fragment`` (a JSON pointer, percent-encoded) in ``doc``, or
+    ``_MISSING``."""
+    x = doc
+    if not fragment:
+        return x
+    for token in unquote(fragment)[1:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if type(x) is dict:
+            if token not in x:
+                return _MISSING
+            x = x[token]
+        elif type(x) is list and token.isdigit() and (token == "0" or token[0] != "0") and int(token) < len(x):
+            x = x[int(token)]
+        else:
+            return _MISSING
+    return x
 
 
 def _refers(schema: Any) -> bool:
