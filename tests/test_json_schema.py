@@ -161,9 +161,57 @@ def test_ignore_keywords_and_annotations():
 
 
 def test_left_recursion_is_refused():
-    with pytest.raises(SchemaError):
+    with pytest.raises(SchemaError) as ei:
         json_schema_grammar({"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"type": "null"}]}},
                              "$ref": "#/$defs/a"})
+    assert ei.value.keyword == "$ref" and ei.value.pointer == "#/$defs/a"
+
+
+def test_json_pointers_followed_directly_find_what_the_referencing_library_finds():
+    """In a document that names no resource, a ``$ref`` that is a JSON pointer is followed without
+    indexing the document: escapes (``~0``, ``~1``, percent-encoding), array indices and the whole
+    document resolve to the very objects ``referencing`` resolves them to; a missing target is
+    the same SchemaError; a document with an ``$id`` anywhere is indexed as before."""
+    from logitgate.grammar.json_schema import refs
+
+    doc = {"$defs": {"a/b": {"type": "string"}, "t~x": {"type": "integer"}, "sp ace": {"enum": [1]}},
+           "anyOf": [{"type": "null"}, {"type": "boolean"}],
+           "properties": {"id": {"type": "string"}}}  # (a property named "id" names no resource)
+    pointers = ["#", "#/$defs/a~1b", "#/$defs/t~0x", "#/$defs/sp%20ace", "#/anyOf/1", "#/properties/id"]
+    fast = refs.RefResolver(doc)
+    slow = refs.RefResolver(doc)
+    slow._plain = False  # (as if the document named a resource: the referencing library resolves)
+    for ptr in pointers:
+        got, want = fast.resolve(ptr, "", "#"), slow.resolve(ptr, "", "#")
+        assert got[0] is want[0] and got[1] == want[1], ptr
+    assert fast._plain and fast._registry is None  # (never indexed)
+    # (what the direct walk does not find is left to the library: it reads "01" as index 1)
+    assert fast.resolve("#/anyOf/01", "", "#")[0] is doc["anyOf"][1]
+    for bad in ("#/$defs/nope", "#/anyOf/2", "#/$defs/a~1b/type/x"):
+        with pytest.raises(SchemaError) as ei:
+            fast.resolve(bad, "", "#/x")
+        assert ei.value.keyword == "$ref" and ei.value.pointer == "#/x"
+    assert not refs.RefResolver({"$defs": {"x": {"$id": "http://example.com/x"}}})._plain  # (unknown yet)
+    named = refs.RefResolver({"$defs": {"x": {"$id": "http://example.com/x", "type": "string"}}})
+    named.resolve("#/$defs/x", "", "#")
+    assert named._plain is False and named._registry is not None
+    for doc in ({"a": [{"$anchor": "x"}]}, {"a": {"id": "x.json"}}, {"$dynamicAnchor": "meta"}):
+        assert refs._names_resources(doc), doc
+
+
+def test_a_schema_nested_past_the_bound_is_refused_with_a_schema_error():
+    from logitgate.grammar.json_schema.converter import MAX_OPEN_VALUES
+
+    deep: dict = {"type": "string"}
+    for _ in range(MAX_OPEN_VALUES + 5):
+        deep = {"type": "array", "items": deep}
+    with pytest.raises(SchemaError, match="inside one another") as ei:
+        json_schema_grammar(deep)
+    assert ei.value.pointer.startswith("#/items/items")
+    shallow: dict = {"type": "string"}
+    for _ in range(MAX_OPEN_VALUES // 2):
+        shallow = {"type": "array", "items": shallow}
+    assert accepts(json_schema_grammar(shallow), b"[" * (MAX_OPEN_VALUES // 2) + b'"x"' + b"]" * (MAX_OPEN_VALUES // 2))
 
 
 # ----------------------------------------------------------------------------- values
