@@ -9,7 +9,7 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from language_oracle import bounded_language, strings
@@ -164,6 +164,33 @@ def test_program_dfa_accepts_exactly_the_expression(e: Expr) -> None:
             assert not want
             continue
         assert {w for w in strings(alphabet, n) if d.accepts(w)} == want
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_regular(8), st.sampled_from(["trim", "minimize"]))
+@example(alt(seq(lit("a"), repeat(lit("c"), 1)), seq(lit("b"), repeat(lit("c"), 1))), "minimize")  # (5 -> 3
+@example(alt(seq(lit("a"), repeat(lit("c"), 1)), seq(lit("b"), repeat(lit("c"), 1))), "trim")  # states, 4 -> 3 classes)
+def test_a_dfa_reduced_where_it_is_built_is_the_one_trim_or_minimize_makes(e: Expr, how: str) -> None:
+    """``determinize(reduce=...)`` (subset construction and reduction in one kernel call) gives the
+    very arrays :func:`trim` or :func:`minimize` makes of the unreduced DFA, marked as reduced;
+    one it does not build that way (built directly, one embedded automaton taken as it is) or
+    cannot reduce (an empty language) comes back unmarked."""
+    def program() -> Program:
+        prog = Program(None)
+        prog.emit(e)
+        return prog
+
+    one_embed = program().ops == [K.OP_EMBED, 0]
+    plain = program().determinize(100_000, 10_000)[0]
+    reduced = program().determinize(100_000, 10_000, reduce=how)[0]
+    want = (trim if how == "trim" else minimize)(plain)
+    if plain.as_built or one_embed or want is None:
+        assert "_reduced" not in reduced.__dict__
+        return
+    assert reduced.__dict__["_reduced"] == how and "_trimmed" in reduced.__dict__
+    for field in ("byte_class", "trans", "final", "call_src", "call_rule", "call_dst"):
+        assert np.array_equal(getattr(reduced, field), getattr(want, field)), field
+    assert reduced.start == want.start
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

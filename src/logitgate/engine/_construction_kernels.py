@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._automata_kernels import csr, grow, merge_equal_classes, renumber, same_run
+from ._automata_kernels import canonical_dfa, csr, grow, merge_equal_classes, renumber, same_run
 
 OP_LIT, OP_SET, OP_EMPTY, OP_SEQ, OP_ALT, OP_REP, OP_CALL, OP_EMBED, OP_SEPREP, OP_GOTO, OP_LABEL = range(11)
 
@@ -882,3 +882,38 @@ def build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr
             trans[i, c] = g_id[cls_group[c]]
         i += 1
     return OK, ns, trans[:count], final[:count], c_src_o[:n_calls], c_rule_o[:n_calls], c_dst_o[:n_calls]
+
+
+#: what :func:`build_reduced_dfa` does with the DFA it built
+REDUCE_NONE, REDUCE_TRIM, REDUCE_MINIMIZE = 0, 1, 2
+
+
+@njit(nogil=True, cache=True)
+def build_reduced_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr, mask_cls, ncls,
+                      max_nfa_states, max_dfa_states, reduce):
+    """:func:`build_dfa`, then the DFA trimmed (``reduce`` :data:`REDUCE_TRIM`: as
+    :func:`logitgate.engine.automata.trim` makes it) or minimized (:data:`REDUCE_MINIMIZE`: as
+    :func:`logitgate.engine.automata.minimize`) in the same call, every call edge kept.
+
+    Returns ``(status, nfa_states, trans, final, call_src, call_rule, call_dst, group, reduced)``:
+    ``group[c]`` the merged class of class ``c`` (the identity unless minimized), ``reduced`` False
+    when the DFA was left as built (``reduce`` :data:`REDUCE_NONE`, a limit, or an empty language).
+    """
+    status, ns, trans, final, cs, cr, cd = build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask,
+                                                     mask_ptr, mask_cls, ncls, max_nfa_states, max_dfa_states)
+    group = np.arange(ncls, dtype=np.int64)
+    if status != OK or reduce == REDUCE_NONE:
+        return status, ns, trans, final, cs, cr, cd, group, False
+    nrules = 1
+    for e in range(cr.shape[0]):
+        nrules = max(nrules, cr[e] + 1)
+    keep = np.ones(nrules, dtype=np.uint8)
+    if reduce == REDUCE_TRIM:
+        t, f, cs2, cr2, cd2 = renumber(trans, final, cs, cr, cd, keep, 0)
+    else:
+        t, f, cs2, cr2, cd2, group2 = canonical_dfa(trans, final, cs, cr, cd, keep, 0)
+        if t.shape[0] > 0:
+            group = group2
+    if t.shape[0] == 0:  # (an empty language: left as built)
+        return status, ns, trans, final, cs, cr, cd, np.arange(ncls, dtype=np.int64), False
+    return status, ns, t, f, cs2, cr2, cd2, group, True

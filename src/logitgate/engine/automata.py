@@ -58,6 +58,9 @@ _NO_RULES_KEPT = np.zeros(1, dtype=np.uint8)  # ``reaches_final``'s rule filter 
 #: ``build_dfa``'s embedded-automaton arguments when there are none (read only)
 _NO_EMBEDS = (np.zeros((0, 6), dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8), np.zeros(0, np.int32))
 
+#: ``Program.determinize``'s ``reduce`` argument as the kernel reads it
+_REDUCE = {None: K.REDUCE_NONE, "trim": K.REDUCE_TRIM, "minimize": K.REDUCE_MINIMIZE}
+
 #: an alternation of at least this many literals is built as a prefix tree (one kernel call)
 _TRIE_MIN_LITERALS = 8
 
@@ -350,9 +353,12 @@ class Program:
         words = np.frombuffer(b"".join([m.to_bytes(32, "little") for m in self.sets]), dtype="<u8").reshape(-1, 4)
         return K.byte_classes(words, lit, len(self.lit))
 
-    def determinize(self, max_nfa_states: int, max_dfa_states: int) -> tuple[DFA, int]:
+    def determinize(self, max_nfa_states: int, max_dfa_states: int, reduce: str | None = None) -> tuple[DFA, int]:
         """The program's DFA (start state 0; unreachable or dead states may remain) and the
-        number of NFA states it took."""
+        number of NFA states it took. ``reduce="trim"`` or ``"minimize"``: the subset construction's
+        DFA comes back as :func:`trim` or :func:`minimize` would make it, built and reduced in one
+        kernel call, marked with the fact ``_reduced`` (a DFA made otherwise -- built directly, one
+        embedded automaton, an empty language -- comes back as it is, unmarked)."""
         while self._labelled < len(self._label_bodies):  # (a body may jump to further labels)
             k = self._labelled
             self._labelled += 1
@@ -397,14 +403,21 @@ class Program:
             embedded = (info, np.concatenate(tr), np.concatenate(fi), np.concatenate(mk))
         else:  # (most programs: no And/Not operand or Special automaton)
             embedded = _NO_EMBEDS
-        status, nfa_states, trans, final, c_src, c_rule, c_dst = K.build_dfa(
+        how = _REDUCE[reduce]
+        status, nfa_states, trans, final, c_src, c_rule, c_dst, group, reduced = K.build_reduced_dfa(
             np.asarray(self.ops, dtype=np.int32), lit,
-            *embedded, mask_ptr, mask_cls, ncls, max_nfa_states, max_dfa_states)
+            *embedded, mask_ptr, mask_cls, ncls, max_nfa_states, max_dfa_states, how)
         if status == K.NFA_LIMIT:
             raise LimitExceededError(f"grammar automaton exceeds {max_nfa_states} NFA states", limit="max_nfa_states")
         if status == K.DFA_LIMIT:
             raise LimitExceededError(f"grammar automaton exceeds {max_dfa_states} DFA states", limit="max_dfa_states")
-        return DFA(byte_class, trans, final.view(bool), c_src, c_rule, c_dst, 0), int(nfa_states)
+        if how == K.REDUCE_MINIMIZE and reduced:
+            byte_class = group[byte_class].astype(np.int32)  # (classes merged: see minimize)
+        out = DFA(byte_class, trans, final.view(bool), c_src, c_rule, c_dst, 0)
+        if reduced:
+            out.__dict__["_trimmed"] = True
+            out.__dict__["_reduced"] = reduce
+        return out, int(nfa_states)
 
 
 # ---------------------------------------------------------------------------- trim, minimize
@@ -514,10 +527,10 @@ def _standalone_dfa(
 
     prog = Program(regular_only, max_states)
     prog.emit(expr, inlining)
-    dfa, _ = prog.determinize(max_states * 4, max_states)
+    dfa, _ = prog.determinize(max_states * 4, max_states, reduce="minimize")
     # minimal: it is cached and embedded (often in many rules), and every state it keeps is
     # work for the subset construction and minimization of each rule that embeds it
-    m = minimize(dfa)
+    m = dfa if dfa.__dict__.get("_reduced") == "minimize" else minimize(dfa)
     return m if m is not None else _empty_dfa()
 
 

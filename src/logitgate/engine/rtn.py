@@ -495,11 +495,14 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
         if hit is None:
             prog = Program(resolve, limits.max_dfa_states)
             prog.emit(body)
-            dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states)
             # minimal assuming every callee is productive (they nearly always are; see below),
-            # unless built directly (a Special's automaton: trimmed, and the same for equal input)
-            if not dfa.as_built:
-                dfa = (trim(dfa) if name == g.root else minimize(dfa)) or dfa
+            # unless built directly (a Special's automaton: trimmed, and the same for equal input);
+            # a grammar's own root only trimmed (its masks are its own: the few states minimizing
+            # would merge cost less than minimizing)
+            how = "trim" if name == g.root else "minimize"
+            dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states, reduce=how)
+            if not dfa.as_built and dfa.__dict__.get("_reduced") != how:
+                dfa = (trim(dfa) if how == "trim" else minimize(dfa)) or dfa
             if name != g.root:  # (a root is one grammar's own automaton: kept, it would keep its IR alive)
                 assert key is not None  # (only a root goes without)
                 _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called))

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from ...errors import GrammarError, LimitExceededError, SchemaError
-from ..ir import EMPTY, NOTHING, Expr, Ref, Special, alt, and_, lit, not_, seq
+from ..ir import EMPTY, NOTHING, Expr, Ref, Special, alt, and_, is_ref_free, lit, not_, seq
 from ..regex import regex_expr
 from . import numbers as num
 from .arrays import build_array
@@ -128,7 +128,10 @@ class Converter:
         self._any: Expr | None = None
         self._regex_cache: dict[str, Expr] = {}
         self._shared: dict[Expr, str] = {}
-        self._scalar_bodies: dict[str, Expr] = {}  # by type: a schema that is only a scalar type
+        self._scalar_bodies: dict[str, Expr] = {}  # by type: those not in _SCALAR_BODIES (see build)
+        #: what fixes the body of a schema that is only a scalar type (see build)
+        self._scalar_config = (self.draft, whitespace, max_whitespace, literal_spellings, strict_format,
+                               frozenset(self.ignore))
         self._neg_start: int | None = None
         self._validators: dict[tuple, tuple] = {}  # (schema, its validator) by (id(schema), base, formats)
         #: (schema, verdict) by (id(schema), base, formats, the value as JSON text): disjointness checks
@@ -380,9 +383,16 @@ class Converter:
             s = nodes[0].schema
             t = s.get("type")
             if type(t) is str and t in _SCALAR_TYPES and _SCALAR_KEYS.issuperset(s):
-                body = self._scalar_bodies.get(t)
+                key = (t, self._scalar_config)
+                body = _SCALAR_BODIES.get(key)
                 if body is None:
-                    body = self._scalar_bodies[t] = self._build(nodes)
+                    body = self._scalar_bodies.get(t)
+                if body is None:
+                    body = self._build(nodes)
+                    if is_ref_free(body):
+                        _SCALAR_BODIES[key] = body
+                    else:  # (a body naming a rule of this grammar is this grammar's)
+                        self._scalar_bodies[t] = body
                 return body
         return self._build(nodes)
 
@@ -876,6 +886,10 @@ class Converter:
 
 
 _NULL_LITERAL = lit("null")
+#: the body of a schema that is only a scalar type, by type and the converter options that shape it:
+#: one node for every schema of the process (equal bodies are then the same node, which the engine's
+#: caches find by identity)
+_SCALAR_BODIES: dict[tuple, Expr] = {}
 
 
 def _small(e: Expr, budget: int = 12) -> bool:
