@@ -633,6 +633,28 @@ ASSEMBLED, LEFT_RECURSIVE, TOO_MANY_CHAINS = 0, 1, 2
 
 
 @njit(nogil=True, cache=True)
+def assemble_packed(classes, flat, header, final, calls, max_chains):
+    """:func:`assemble_network` with its per-rule arguments packed: ``header[r]`` is rule ``r``'s
+    state count, class count, start state and call count; ``calls`` its call sources, then rules,
+    then targets (each array the rules' edges end to end); ``flat`` the tables end to end."""
+    nr = header.shape[0]
+    nstates = np.empty(nr, dtype=np.int64)
+    nclasses = np.empty(nr, dtype=np.int64)
+    starts = np.empty(nr, dtype=np.int64)
+    ncalls = np.empty(nr, dtype=np.int64)
+    flat_off = np.zeros(nr + 1, dtype=np.int64)
+    for r in range(nr):
+        nstates[r], nclasses[r], starts[r], ncalls[r] = header[r, 0], header[r, 1], header[r, 2], header[r, 3]
+        flat_off[r + 1] = flat_off[r] + nstates[r] * nclasses[r]
+    m = calls.shape[0] // 3
+    call_src = calls[:m].astype(np.int64)
+    call_rule = calls[m:2 * m].astype(np.int64)
+    call_dst = calls[2 * m:].astype(np.int64)
+    return assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, call_src, call_rule, call_dst,
+                            ncalls, max_chains)
+
+
+@njit(nogil=True, cache=True)
 def assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, call_src, call_rule, call_dst,
                      ncalls, max_chains):
     """The flat tables of a recursive transition network from its rules' DFAs (see

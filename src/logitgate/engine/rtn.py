@@ -36,7 +36,7 @@ import numpy as np
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, Special
-from ._automata_kernels import LEFT_RECURSIVE, TOO_MANY_CHAINS, assemble_network
+from ._automata_kernels import LEFT_RECURSIVE, TOO_MANY_CHAINS, assemble_packed
 from .automata import DFA, Program, is_productive, minimize, trim
 from .lru import LRU
 
@@ -662,21 +662,15 @@ def _check_left_recursion(names: list[str], dfas: list[DFA]) -> None:
 
 def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_states: int) -> RTN:
     """One table over the common refinement of every rule's byte classes, plus the call chains
-    of every state (:func:`assemble_network`)."""
-    sizes = [d.num_states for d in dfas]
-    flat_off = [0]
-    for d in dfas:
-        flat_off.append(flat_off[-1] + d.trans.size)
-    status, trans, rule_of_state, local_index, rule_start, flags, pack = assemble_network(
-        np.array([d.byte_class for d in dfas], dtype=np.int64),
-        np.concatenate([d.trans.ravel() for d in dfas]), np.array(flat_off, dtype=np.int64),
-        np.array(sizes, dtype=np.int64), np.array([d.num_classes for d in dfas], dtype=np.int64),
-        np.array([d.start for d in dfas], dtype=np.int64),
-        np.concatenate([d.final for d in dfas]).view(np.uint8),
-        np.concatenate([d.call_src for d in dfas]).astype(np.int64),
-        np.concatenate([d.call_rule for d in dfas]).astype(np.int64),
-        np.concatenate([d.call_dst for d in dfas]).astype(np.int64),
-        np.array([d.call_src.shape[0] for d in dfas], dtype=np.int64), limits.max_chains)
+    of every state (:func:`._automata_kernels.assemble_network`)."""
+    # (five arrays, each made by one numpy call: see assemble_packed)
+    header = np.array([x for d in dfas for x in (*d.trans.shape, d.start, d.call_src.shape[0])], dtype=np.int64)
+    status, trans, rule_of_state, local_index, rule_start, flags, pack = assemble_packed(
+        np.array([d.byte_class for d in dfas], dtype=np.int32), np.concatenate([d.trans.ravel() for d in dfas]),
+        header.reshape(len(dfas), 4), np.concatenate([d.final for d in dfas]).view(np.uint8),
+        np.concatenate([d.call_src for d in dfas] + [d.call_rule for d in dfas] + [d.call_dst for d in dfas],
+                       dtype=np.int32),
+        limits.max_chains)
     if status == LEFT_RECURSIVE:
         _check_left_recursion(names, dfas)  # raises, naming the cycle
     if status == TOO_MANY_CHAINS:
