@@ -77,6 +77,7 @@ __all__ = [
 ]
 
 _RULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*(?:\.+[A-Za-z0-9_\-]+)*$")
+_VALID_NAMES: set[str] = set()  # names _RULE_NAME matched (grammars reuse few: s1, s2, json.value, ...)
 
 
 class Expr:
@@ -590,13 +591,21 @@ class Grammar:
         items = list(rules.items()) if isinstance(rules, Mapping) else list(rules)
         normalized: dict[str, Expr] = {}
         for name, expr in items:
-            if not isinstance(name, str) or not _RULE_NAME.match(name):
-                raise GrammarError(f"invalid rule name {name!r}")
+            if not (type(name) is str and name in _VALID_NAMES):
+                if not isinstance(name, str) or not _RULE_NAME.match(name):
+                    raise GrammarError(f"invalid rule name {name!r}")
+                if len(_VALID_NAMES) >= 1 << 14:
+                    _VALID_NAMES.clear()
+                _VALID_NAMES.add(name)
             if name in normalized:
                 raise GrammarError(f"rule {name!r} defined twice")
-            if not isinstance(expr, Expr):
+            t = type(expr)  # (normal already -- what builders make -- without a call)
+            if t is Bytes or t is Ref or t is Special or (isinstance(expr, _Composite) and expr._normal):
+                normalized[name] = expr
+            elif not isinstance(expr, Expr):
                 raise GrammarError(f"rule {name!r}: not an IR expression: {expr!r}")
-            normalized[name] = normalize(expr)
+            else:
+                normalized[name] = normalize(expr)
         if root not in normalized:
             raise GrammarError(f"root rule {root!r} is not defined")
         refs: dict[str, tuple[str, ...]] = {}
@@ -665,11 +674,15 @@ class Grammar:
                     stack.append(ref)
         if len(seen) == len(self._rules) and root == self._root:
             return self
-        # (the rules are valid and normal already: the subset is taken as it is)
+        # (the rules are valid and normal already: the subset is taken as it is -- copies less the
+        # few rules left out, when they are few)
+        rules, refs, boolean_refs = dict(self._rules), dict(self._refs), dict(self._boolean_refs)
+        for n in self._rules.keys() - seen:
+            del rules[n], refs[n], boolean_refs[n]
         sub = object.__new__(Grammar)
-        sub._rules = MappingProxyType({n: e for n, e in self._rules.items() if n in seen})
-        sub._refs = MappingProxyType({n: r for n, r in self._refs.items() if n in seen})
-        sub._boolean_refs = MappingProxyType({n: r for n, r in self._boolean_refs.items() if n in seen})
+        sub._rules = MappingProxyType(rules)
+        sub._refs = MappingProxyType(refs)
+        sub._boolean_refs = MappingProxyType(boolean_refs)
         sub._root = root
         sub._hash = None
         return sub
