@@ -40,6 +40,34 @@ def test_warm_up_walks_every_text_to_its_end(info) -> None:
     assert compiler.warm_up() is compiler
 
 
+def test_warm_up_leaves_the_any_json_value_masks_in_the_shared_cache(info, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Warm-up walks the any-JSON-value grammar through its texts to their ends; a builtin JSON
+    grammar compiled afterwards then finds the masks of its states in the shared cache (its first
+    masks computed for it: none), and they are the masks a cold compiler computes."""
+    import logitgate.engine.compiler as compiler_module
+
+    pieces = ('{"', "k", '": [', "1", ", ", "true", "]}")
+    warm = GrammarCompiler(info)
+    assert warm._warm_any_json()
+    computed = []
+    real = compiler_module.compute_state_mask
+    monkeypatch.setattr(compiler_module, "compute_state_mask", lambda *a: computed.append(1) or real(*a))
+    m = GrammarMatcher(warm.compile_builtin_json())
+    bm = allocate_token_bitmask(1, info.vocab_size)
+    rows = []
+    for piece in pieces:
+        m.fill_next_token_bitmask(bm)
+        rows.append(bm[0].copy())
+        assert m.accept_string(piece)
+    assert rows and not computed
+    cold = GrammarMatcher(GrammarCompiler(info).compile_builtin_json())
+    for piece, row in zip(pieces, rows, strict=True):
+        cold.fill_next_token_bitmask(bm)
+        assert np.array_equal(bm[0], row)
+        assert cold.accept_string(piece)
+    assert computed  # (the cold compiler computed them)
+
+
 def test_warm_up_caches_no_grammar_and_changes_no_mask(info) -> None:
     cold, warm = GrammarCompiler(info), GrammarCompiler(info).warm_up()
     assert not warm._by_input  # (nothing a user asked for is cached)
