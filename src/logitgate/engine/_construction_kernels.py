@@ -65,7 +65,7 @@ def byte_classes(set_words, lit, nlit):
 
     ``set_words[j]`` holds set ``j`` as 4 little-endian 64-bit words (bit ``b`` = byte ``b``);
     the literals' bytes are ``lit[:nlit]``.
-    Classes are numbered by their lowest byte. Returns ``(byte_class[256], mask_ptr, mask_cls)``:
+    Classes are numbered by their lowest byte. Returns ``(byte_class[256], mask_ptr, mask_cls, ncls)``:
     the classes of mask id ``m`` are ``mask_cls[mask_ptr[m]:mask_ptr[m + 1]]`` (ids ``0..255`` are
     single bytes, ``256 + j`` the sets).
     """
@@ -123,7 +123,7 @@ def byte_classes(set_words, lit, nlit):
                 cls[k] = c
                 k += 1
         ptr[257 + j] = k
-    return byte_class, ptr, cls
+    return byte_class, ptr, cls, ncls
 
 
 # ----------------------------------------------------------------------------- Thompson

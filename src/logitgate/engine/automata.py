@@ -346,9 +346,9 @@ class Program:
         self.ops += (K.OP_EMBED, len(self.embeds))
         self.embeds.append((dfa, None))  # (its classes' set ids: made by determinize, if it needs them)
 
-    def _classes(self, lit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _classes(self, lit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Coarsest byte classes refining every mask used and isolating the bytes of the literal
-        pool ``lit`` (its first ``len(self.lit)`` bytes); ``(byte_class, mask_ptr, mask_cls)``."""
+        pool ``lit`` (its first ``len(self.lit)`` bytes); ``(byte_class, mask_ptr, mask_cls, ncls)``."""
         # (each mask as 4 little-endian 64-bit words)
         words = np.frombuffer(b"".join([m.to_bytes(32, "little") for m in self.sets]), dtype="<u8").reshape(-1, 4)
         return K.byte_classes(words, lit, len(self.lit))
@@ -376,8 +376,7 @@ class Program:
         # the set ids of embedded automata's classes (not made for a program that is one embed, above)
         self.embeds = [(d, [self._set_id(m) for m in d.classes] if ids is None else ids) for d, ids in self.embeds]
         lit = np.frombuffer(bytes(self.lit) or b"\0", dtype=np.uint8)
-        byte_class, mask_ptr, mask_cls = self._classes(lit)
-        ncls = int(byte_class.max()) + 1
+        byte_class, mask_ptr, mask_cls, ncls = self._classes(lit)
         if self._literals is not None:  # a set of literals alone
             trans, final, group, nodes = K.literal_set_dfa(*self._literals[:3], byte_class, ncls)
             if nodes + 1 > max_nfa_states:
