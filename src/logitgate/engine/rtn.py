@@ -278,13 +278,25 @@ def _measure(e: Expr, t: type, ref_size: dict[str, int], cap: int, depth: int) -
     return 1
 
 
-def _is_lexeme_like(e: Expr, min_bytes: int) -> bool:
-    """True if ``e`` repeats (unboundedly or widely) over a large set of bytes, e.g. string bodies."""
+def _is_lexeme_like(e: Expr, min_bytes: int, remember: bool = True) -> bool:
+    """True if ``e`` repeats (unboundedly or widely) over a large set of bytes, e.g. string bodies.
+
+    The answer for a reference-free subtree met in the walk -- a number, a string body, shared by
+    many rules -- is remembered on its node (``remember``)."""
     stack = [e]
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
         x = pop()
         t = type(x)
+        composite = t is Seq or t is Alt or t is And or t is Repeat or t is Not
+        if remember and composite and x._ref_free:  # type: ignore[attr-defined]
+            v = x._lexeme  # type: ignore[attr-defined]
+            if v < 0 or v >> 1 != min_bytes:
+                v = 2 * min_bytes + _is_lexeme_like(x, min_bytes, False)
+                object.__setattr__(x, "_lexeme", v)
+            if v & 1:
+                return True
+            continue
         if t is Seq or t is Alt or t is And:
             extend(x.items)  # type: ignore[attr-defined]
         elif t is Repeat:

@@ -150,6 +150,9 @@ class _Composite(Expr):
     _size: int = field(default=-1, init=False, repr=False, compare=False)
     #: whether a reference-free node derives the empty string, once known (-1: not yet)
     _nullable: int = field(default=-1, init=False, repr=False, compare=False)
+    #: whether a reference-free node is lexeme-like for the engine, once known: ``2 * min_bytes + answer``
+    #: for the ``min_bytes`` asked (-1: not yet)
+    _lexeme: int = field(default=-1, init=False, repr=False, compare=False)
     #: ``(refs, boolean_refs)`` of a node that is a rule's whole body, once scanned (see _scan_refs)
     _scanned: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
