@@ -167,6 +167,30 @@ def test_a_root_that_is_another_rule_is_that_rule() -> None:
         compile_rtn(Grammar({"root": Ref("a"), "a": Ref("b"), "b": Ref("a")}))
 
 
+def test_productivity_follows_callees_whether_or_not_a_search_is_needed() -> None:
+    """A called rule whose callees are all productive is productive without a search; one calling
+    an unproductive rule keeps only what does not go through it, and a rule that cannot avoid it
+    is dropped: the language is what the reference recognizer says."""
+    from logitgate.grammar.reference import accepts
+
+    grammar = Grammar({
+        "root": alt(seq(Ref("mid"), lit(","), Ref("mid")), seq(lit("b"), Ref("only_dead")), lit("c")),
+        "mid": alt(seq(lit("("), Ref("dead"), lit(")")), lit("m"), seq(lit("<"), Ref("fine"), lit(">"))),
+        "fine": alt(lit("f"), seq(lit("f"), Ref("fine"))),  # (recursive, productive)
+        "dead": seq(lit("x"), Ref("dead")),  # (recursive, no string)
+        "only_dead": seq(lit("y"), Ref("dead")),
+    })
+    rtn = compile_rtn(grammar)
+    assert "dead" not in rtn.rule_names and "only_dead" not in rtn.rule_names
+    texts = ["m,m", "<ff>,m", "c", "(x),m", "by", "b", "m,", "<>,m"]
+    cg = lg.GrammarCompiler(small_vocab(texts)).compile_grammar(grammar)
+    for text in texts:
+        m = lg.GrammarMatcher(cg)
+        ok = m.accept_string(text) and m.can_terminate()
+        assert ok == accepts(grammar, text.encode()), text
+    assert [t for t in texts if accepts(grammar, t.encode())] == ["m,m", "<ff>,m", "c"]
+
+
 def test_rules_read_last_are_built_inside_the_rule_that_reads_them() -> None:
     """``more``/``more2`` (a cycle of tail references) and ``loop`` (a tail loop) are written into
     the automata of ``list`` and ``item``: no rule of their own, no call; the language is
