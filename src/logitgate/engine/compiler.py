@@ -303,8 +303,10 @@ class GrammarCompiler:
         spelling) and of the character classes patterns use most, and the automaton of every
         supported string format (cached process-wide); then runs ten rounds of small compiles and
         mask fills, so the interpreter has specialized the bytecode of the functions a compile and
-        a first mask run (see ``_warm_paths``). A first real compile and its first masks then pay
-        only for their own work.
+        a first mask run (see ``_warm_paths``), and fills the masks of the any-JSON-value grammar
+        (builtin JSON, and the value of an open object's extra members) into the shared mask cache
+        (see ``_warm_any_json``). A first real compile and its first masks then pay only for their
+        own work.
         """
         self._warm_front_ends()
         from ..grammar.ir import Ref, alt, and_, byteset, lit, not_, repeat, seq

@@ -148,7 +148,9 @@ def _follow_pointer(doc: Any, fragment: str) -> Any:
             if token not in x:
                 return _MISSING
             x = x[token]
-        elif type(x) is list and token.isdigit() and (token == "0" or token[0] != "0") and int(token) < len(x):
+        elif type(x) is list and token.isascii() and token.isdigit() and (token == "0" or token[0] != "0"):
+            if int(token) >= len(x):
+                return _MISSING
             x = x[int(token)]
         else:
             return _MISSING
