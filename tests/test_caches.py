@@ -41,7 +41,8 @@ def test_rule_dfas_are_reused_across_grammars(monkeypatch: pytest.MonkeyPatch) -
     assert len(first.rule_names) > 1
     built = []
     real = automata.Program.determinize
-    monkeypatch.setattr(automata.Program, "determinize", lambda self, *a, **k: built.append(1) or real(self, *a, **k))
+    monkeypatch.setattr(automata.Program, "determinize",
+                        lambda self, *a, **k: built.append(1) or real(self, *a, **k))
     again = rtn.compile_rtn(Grammar.from_json_schema(schema))
     assert built == [1]  # the root alone was built again
     for a, b in zip(_arrays(first), _arrays(again)):
@@ -55,7 +56,8 @@ def test_a_root_is_still_taken_from_the_cache_where_another_grammar_put_it(monke
     rtn.compile_rtn(Grammar.from_json_schema({"type": "object", "properties": {"n": {"type": "integer"}}}))
     built = []
     real = automata.Program.determinize
-    monkeypatch.setattr(automata.Program, "determinize", lambda self, *a, **k: built.append(1) or real(self, *a, **k))
+    monkeypatch.setattr(automata.Program, "determinize",
+                        lambda self, *a, **k: built.append(1) or real(self, *a, **k))
     r = rtn.compile_rtn(Grammar.builtin_json())
     assert not built
     assert r.num_states > 1

@@ -18,16 +18,21 @@ def info():
     return small_vocab([TEXT, '{"name0": "Ab c", "count0": 12, "score0": -1500.0}', "(n1+n1)-n1", "abc2@x.com"])
 
 
-def _masks(compiler: GrammarCompiler, info) -> list[np.ndarray]:
-    m = GrammarMatcher(compiler.compile_json_schema(SCHEMA))
+def _rows(compiled, info, pieces) -> list[np.ndarray]:
+    """The mask before each piece and after the last, walking a new matcher through ``pieces``."""
+    m = GrammarMatcher(compiled)
     bm = allocate_token_bitmask(1, info.vocab_size)
     out = []
-    for ch in TEXT:
+    for piece in pieces:
         m.fill_next_token_bitmask(bm)
         out.append(bm[0].copy())
-        assert m.accept_string(ch)
+        assert m.accept_string(piece)
     m.fill_next_token_bitmask(bm)
     return [*out, bm[0].copy()]
+
+
+def _masks(compiler: GrammarCompiler, info) -> list[np.ndarray]:
+    return _rows(compiler.compile_json_schema(SCHEMA), info, TEXT)
 
 
 def test_warm_up_walks_every_text_to_its_end(info) -> None:
@@ -40,7 +45,8 @@ def test_warm_up_walks_every_text_to_its_end(info) -> None:
     assert compiler.warm_up() is compiler
 
 
-def test_warm_up_leaves_the_any_json_value_masks_in_the_shared_cache(info, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_warm_up_leaves_the_any_json_value_masks_in_the_shared_cache(info,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Warm-up walks the any-JSON-value grammar through its texts to their ends; a builtin JSON
     grammar compiled afterwards then finds the masks of its states in the shared cache (its first
     masks computed for it: none), and they are the masks a cold compiler computes."""
@@ -52,20 +58,12 @@ def test_warm_up_leaves_the_any_json_value_masks_in_the_shared_cache(info, monke
     computed = []
     real = compiler_module.compute_state_mask
     monkeypatch.setattr(compiler_module, "compute_state_mask", lambda *a: computed.append(1) or real(*a))
-    m = GrammarMatcher(warm.compile_builtin_json())
-    bm = allocate_token_bitmask(1, info.vocab_size)
-    rows = []
-    for piece in pieces:
-        m.fill_next_token_bitmask(bm)
-        rows.append(bm[0].copy())
-        assert m.accept_string(piece)
-    assert rows and not computed
-    cold = GrammarMatcher(GrammarCompiler(info).compile_builtin_json())
-    for piece, row in zip(pieces, rows, strict=True):
-        cold.fill_next_token_bitmask(bm)
-        assert np.array_equal(bm[0], row)
-        assert cold.accept_string(piece)
+    warm_rows = _rows(warm.compile_builtin_json(), info, pieces)
+    assert not computed
+    cold_rows = _rows(GrammarCompiler(info).compile_builtin_json(), info, pieces)
     assert computed  # (the cold compiler computed them)
+    for a, b in zip(warm_rows, cold_rows, strict=True):
+        assert np.array_equal(a, b)
 
 
 def test_warm_up_caches_no_grammar_and_changes_no_mask(info) -> None:

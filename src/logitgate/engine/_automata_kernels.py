@@ -650,8 +650,8 @@ def assemble_packed(classes, flat, header, final, calls, max_chains):
     call_src = calls[:m].astype(np.int64)
     call_rule = calls[m:2 * m].astype(np.int64)
     call_dst = calls[2 * m:].astype(np.int64)
-    return assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, call_src, call_rule, call_dst,
-                            ncalls, max_chains)
+    return assemble_network(classes, flat, flat_off, nstates, nclasses, starts, final, call_src, call_rule,
+                            call_dst, ncalls, max_chains)
 
 
 @njit(nogil=True, cache=True)

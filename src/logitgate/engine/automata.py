@@ -177,8 +177,8 @@ class DFA:
     def with_calls(self, call_src: np.ndarray, call_rule: np.ndarray, call_dst: np.ndarray) -> DFA:
         """The same tables with other call edges (sorted by source, then rule)."""
         out = DFA(self.byte_class, self.trans, self.final, call_src, call_rule, call_dst, self.start)
-        for fact in ("_table_digest", "_accepts_without_calls", "_named", "_layers", "_trimmed"):  # facts of the
-            # tables alone, and of the cached rule they are (its calls renumbered, not changed)
+        # facts of the tables alone, and of the cached rule they are (its calls renumbered, not changed)
+        for fact in ("_table_digest", "_accepts_without_calls", "_named", "_layers", "_trimmed"):
             if fact in self.__dict__:
                 out.__dict__[fact] = self.__dict__[fact]
         return out
@@ -350,10 +350,12 @@ class Program:
         """Coarsest byte classes refining every mask used and isolating the bytes of the literal
         pool ``lit`` (its first ``len(self.lit)`` bytes); ``(byte_class, mask_ptr, mask_cls, ncls)``."""
         # (each mask as 4 little-endian 64-bit words)
-        words = np.frombuffer(b"".join([m.to_bytes(32, "little") for m in self.sets]), dtype="<u8").reshape(-1, 4)
+        packed = b"".join([m.to_bytes(32, "little") for m in self.sets])
+        words = np.frombuffer(packed, dtype="<u8").reshape(-1, 4)
         return K.byte_classes(words, lit, len(self.lit))
 
-    def determinize(self, max_nfa_states: int, max_dfa_states: int, reduce: str | None = None) -> tuple[DFA, int]:
+    def determinize(self, max_nfa_states: int, max_dfa_states: int,
+                    reduce: str | None = None) -> tuple[DFA, int]:
         """The program's DFA (start state 0; unreachable or dead states may remain) and the
         number of NFA states it took. ``reduce="trim"`` or ``"minimize"``: the subset construction's
         DFA comes back as :func:`trim` or :func:`minimize` would make it, built and reduced in one

@@ -512,7 +512,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
             # a grammar's own root only trimmed (its masks are its own: the few states minimizing
             # would merge cost less than minimizing)
             how = "trim" if name == g.root else "minimize"
-            dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states, reduce=how)
+            dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states,
+                                         reduce=how)
             if not dfa.as_built and dfa.__dict__.get("_reduced") != how:
                 dfa = (trim(dfa) if how == "trim" else minimize(dfa)) or dfa
             if name != g.root:  # (a root is one grammar's own automaton: kept, it would keep its IR alive)
@@ -532,8 +533,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     # Productivity of rules (fixpoint), then trim + minimize.
     # (callees first: a fixpoint is iterated only inside recursive components)
     productive = np.zeros(len(called), dtype=bool)
-    callees = [d.__dict__.get("_callees") or (sorted(set(d.call_rule.tolist())) if d.call_rule.shape[0] else [])
-               for d in dfas]  # (the callee rule ids of each)
+    # (the callee rule ids of each)
+    callees = [d.__dict__.get("_callees") or sorted(set(d.call_rule.tolist())) for d in dfas]
     for comp in sccs:
         members = [rule_id[n] for n in comp if n in rule_id]
         if len(members) == 1 and "_trimmed" in dfas[members[0]].__dict__ and comp[0] not in refs[comp[0]]:
@@ -676,10 +677,12 @@ def _assemble(names: list[str], dfas: list[DFA], limits: CompileLimits, nfa_stat
     """One table over the common refinement of every rule's byte classes, plus the call chains
     of every state (:func:`._automata_kernels.assemble_network`)."""
     # (five arrays, each made by one numpy call: see assemble_packed)
-    header = np.array([x for d in dfas for x in (*d.trans.shape, d.start, d.call_src.shape[0])], dtype=np.int64)
+    header = np.array([x for d in dfas for x in (*d.trans.shape, d.start, d.call_src.shape[0])],
+                      dtype=np.int64).reshape(len(dfas), 4)
     status, trans, rule_of_state, local_index, rule_start, flags, pack = assemble_packed(
-        np.array([d.byte_class for d in dfas], dtype=np.int32), np.concatenate([d.trans.ravel() for d in dfas]),
-        header.reshape(len(dfas), 4), np.concatenate([d.final for d in dfas]).view(np.uint8),
+        np.array([d.byte_class for d in dfas], dtype=np.int32),
+        np.concatenate([d.trans.ravel() for d in dfas]), header,
+        np.concatenate([d.final for d in dfas]).view(np.uint8),
         np.concatenate([d.call_src for d in dfas] + [d.call_rule for d in dfas] + [d.call_dst for d in dfas],
                        dtype=np.int32),
         limits.max_chains)

@@ -337,8 +337,8 @@ class Converter:
         self.memo[key] = name
         self.in_progress[name] = self.depth
         if len(self.in_progress) > MAX_OPEN_VALUES:
-            raise SchemaError(f"the schema expands into more than {MAX_OPEN_VALUES} values inside one another: it "
-                              "refers to itself without end (left recursion) or nests too deeply",
+            raise SchemaError(f"the schema expands into more than {MAX_OPEN_VALUES} values inside one "
+                              "another: it refers to itself without end (left recursion) or nests too deeply",
                               keyword="$ref", pointer=nodes[0].ptr)
         try:
             body = self.build(nodes)

@@ -239,7 +239,8 @@ def build_except_automaton(names: tuple, dfa_of: Callable[[Expr], Any], max_stat
         chars, keys = np.unique(cps, return_inverse=True)
         table = _spelling_table([_spellings(cp) for cp in chars.tolist()])
     keys = np.ascontiguousarray(keys.ravel(), dtype=np.int64)  # (a copy only where not int64 already)
-    byte_class, trans, final, n = _build_names(keys, key_ptr, *table, s_class, s_trans, s_final, s0, max_states)
+    byte_class, trans, final, n = _build_names(keys, key_ptr, *table, s_class, s_trans, s_final, s0,
+                                               max_states)
     if n < 0:
         raise LimitExceededError(f"the automaton of keys other than {len(names)} names exceeds {max_states} states",
                                  limit="max_dfa_states")

@@ -116,6 +116,7 @@ class RefResolver:
 
 #: keywords that name a resource or an anchor (``id`` is draft 4's ``$id``)
 _RESOURCE_KEYWORDS = frozenset(("$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor"))
+_ANCHOR_KEYWORDS = frozenset(("$dynamicAnchor", "$recursiveAnchor"))  # (named by any value)
 _MISSING = object()
 
 
@@ -127,7 +128,7 @@ def _names_resources(doc: Any) -> bool:
         x = stack.pop()
         if type(x) is dict:
             for k, v in x.items():
-                if k in _RESOURCE_KEYWORDS and (type(v) is str or k in ("$dynamicAnchor", "$recursiveAnchor")):
+                if k in _RESOURCE_KEYWORDS and (type(v) is str or k in _ANCHOR_KEYWORDS):
                     return True
                 if type(v) is dict or type(v) is list:
                     stack.append(v)
