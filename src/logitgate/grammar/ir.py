@@ -602,13 +602,9 @@ class Grammar:
                 _VALID_NAMES.add(name)
             if name in normalized:
                 raise GrammarError(f"rule {name!r} defined twice")
-            t = type(expr)  # (normal already -- what builders make -- without a call)
-            if t is Bytes or t is Ref or t is Special or (isinstance(expr, _Composite) and expr._normal):
-                normalized[name] = expr
-            elif not isinstance(expr, Expr):
+            if not isinstance(expr, Expr):
                 raise GrammarError(f"rule {name!r}: not an IR expression: {expr!r}")
-            else:
-                normalized[name] = normalize(expr)
+            normalized[name] = _normal_item(expr)  # (normal already -- what builders make -- without a call)
         if root not in normalized:
             raise GrammarError(f"root rule {root!r} is not defined")
         refs: dict[str, tuple[str, ...]] = {}
