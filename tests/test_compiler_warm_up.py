@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -64,6 +66,47 @@ def test_warm_up_leaves_the_any_json_value_masks_in_the_shared_cache(info,
     assert computed  # (the cold compiler computed them)
     for a, b in zip(warm_rows, cold_rows, strict=True):
         assert np.array_equal(a, b)
+
+
+def test_warm_up_leaves_the_format_masks_in_the_shared_cache(info, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Warm-up walks a typical value of every format to its end; a user's schema with a format
+    property then finds the masks of that value's states in the shared cache (the states it
+    computes are only its own root's), and they are the masks a cold compiler computes."""
+    import logitgate.engine.compiler as compiler_module
+    from logitgate.grammar.json_schema.formats import FORMAT_EXAMPLES, FORMATS
+
+    assert set(FORMAT_EXAMPLES) == set(FORMATS)
+    schema = {"type": "object", "properties": {"contact": {"type": "string", "format": "email"}},
+              "additionalProperties": False}
+    pieces = ('{"', "contact", '": "', "jane", ".", "doe", "@", "example", ".", "com", '"}')
+    warm = GrammarCompiler(info)
+    assert warm._warm_formats()
+    computed: list[tuple | None] = []
+    real = compiler_module.compute_state_mask
+    monkeypatch.setattr(compiler_module, "compute_state_mask",
+                        lambda state, rtn, *a: computed.append(rtn.state_key(state)) or real(state, rtn, *a))
+    warm_rows = _rows(warm.compile_json_schema(schema), info, pieces)
+    assert computed and all(key is None for key in computed)  # (the root's own states only)
+    computed.clear()
+    cold_rows = _rows(GrammarCompiler(info).compile_json_schema(schema), info, pieces)
+    assert sum(key is not None for key in computed) >= 4  # (the cold compiler computed the email's)
+    for a, b in zip(warm_rows, cold_rows, strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_format_examples_are_values_of_their_formats(info) -> None:
+    """Every warm-up example is a whole value of its format (a refused one would stop the walk
+    short: `_warm_formats` returns False)."""
+    from logitgate.grammar.json_schema.formats import FORMAT_EXAMPLES
+
+    compiler = GrammarCompiler(info)
+    for fmt, examples in FORMAT_EXAMPLES.items():
+        compiled = compiler.compile_json_schema({"type": "string", "format": fmt})
+        for text in examples:
+            m = GrammarMatcher(compiled)
+            assert m.accept_string(json.dumps(text)) and m.can_terminate(), (fmt, text)
+        assert not GrammarMatcher(compiled).accept_string('"not a ' + fmt + ' value!"'), fmt
+    assert compiler._warm_formats()
 
 
 def test_warm_up_caches_no_grammar_and_changes_no_mask(info) -> None:

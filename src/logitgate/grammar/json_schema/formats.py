@@ -21,7 +21,7 @@ from functools import cache
 from ..ir import Expr, alt, and_, byteset, lit, not_, repeat, seq
 from .strings import encode_chars
 
-__all__ = ["FORMATS", "format_expr"]
+__all__ = ["FORMATS", "FORMAT_EXAMPLES", "format_expr"]
 
 
 def _c(chars: str) -> Expr:
@@ -200,6 +200,23 @@ def _builders() -> dict:
 
 
 FORMATS = tuple(_builders())
+
+#: a typical value of each supported format (what a model writes most), for warm-up
+#: (:meth:`logitgate.engine.compiler.GrammarCompiler.warm_up` fills their masks) and tests
+FORMAT_EXAMPLES: dict[str, tuple[str, ...]] = {
+    "date": ("2024-05-17",),
+    "time": ("13:45:30Z", "08:05:00+02:00"),
+    "date-time": ("2024-05-17T13:45:30Z", "2023-11-02T08:05:00.250+02:00"),
+    "duration": ("P3DT4H5M", "PT30S"),
+    "uuid": ("123e4567-e89b-12d3-a456-426614174000",),
+    "ipv4": ("192.168.0.1",),
+    "ipv6": ("2001:db8::8a2e:370:7334",),
+    "hostname": ("api.example.com",),
+    "email": ("jane.doe@example.com", "bob@mail.example.org"),
+    "uri": ("https://example.com/docs/page?id=42#top",),
+    "uri-reference": ("/api/v1/items?page=2", "../images/logo.png"),
+    "json-pointer": ("/definitions/item/0",),
+}
 
 
 @cache
