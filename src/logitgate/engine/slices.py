@@ -52,10 +52,9 @@ from ._survival import (
     T_FIRST,
     T_PTR,
     T_STATE,
-    UNKNOWN_DEPTH,
     cover_depth,
-    cover_tables,
     plan_state_packed,
+    plan_tables,
     table_views,
 )
 from .automata import DFA, minimize, standalone_dfa
@@ -244,13 +243,15 @@ class SliceSet:
             plans = rtn.__dict__["_slice_plans"] = {}
         p = plans.get(id(self))
         if p is None:
-            c = self._cover_arrays
-            tables = cover_tables(c["byte_class"], c["trans"], c["final"], c["nq"], c["nc"], c["start"],
-                                  rtn.byte_class, rtn.num_classes)
-            shape = (len(self.covers), rtn.num_states)
-            lower, memo = np.full(shape, -1, dtype=np.int16), np.full(shape, UNKNOWN_DEPTH, dtype=np.int32)
-            p = plans[id(self)] = _Plan(tables, lower, memo)
+            p = plans[id(self)] = _Plan(*plan_tables(*self._cover_args, rtn.byte_class, rtn.num_classes,
+                                                     rtn.num_states))
         return p
+
+    @functools.cached_property
+    def _cover_args(self) -> tuple[np.ndarray, ...]:
+        """:attr:`_cover_arrays` in the order :func:`._survival.plan_tables` takes them."""
+        c = self._cover_arrays
+        return c["byte_class"], c["trans"], c["final"], c["nq"], c["nc"], c["start"]
 
     @functools.cached_property
     def _cover_arrays(self) -> dict[str, np.ndarray]:
