@@ -25,6 +25,7 @@ from numba import njit
 
 from ..errors import LimitExceededError
 from . import _walk as _walk_mod
+from ._survival import plan_state_packed
 from .slices import SliceSet
 
 __all__ = ["MaskStore", "StateMask", "TokenSetKind", "WalkScratch", "compute_state_mask", "resolve_context",
@@ -183,7 +184,8 @@ class WalkScratch:
         self.step_block = np.empty(2 * a + 14 * c, dtype=np.int32)
         (self.arena_state, self.arena_parent, self.out_top, self.out_par, self.work_top,
          self.work_par) = np.split(self.step_block, np.cumsum([a, a, c, c, 6 * c]))
-        self.info = np.zeros(5, dtype=np.int64)
+        # a walk's and a step's results (0-4), and :func:`_plan_and_walk`'s (5-8)
+        self.info = np.zeros(9, dtype=np.int64)
         self.row = np.zeros(num_words, dtype=np.int32)
         self.ids = np.empty(num_words, dtype=np.int32)  # a sparse row's token ids
         self.exits = np.empty(4096, dtype=np.int32)
@@ -191,12 +193,52 @@ class WalkScratch:
         #: the scratch arguments of a parser step (:func:`._walk.advance_packed`), in its order
         self.step_args = (self.step_block, a, c, self.info)
 
+    def grow_exits(self, trie) -> None:
+        """Room for a walk's exit nodes: at most one per trie node."""
+        self.exits = np.empty(max(self.exits.shape[0] * 4, trie.num_nodes), dtype=np.int32)
+
     def plan_out(self, slices: SliceSet) -> tuple[np.ndarray, ...]:
         """This thread's buffers for ``slices.walk_plan``."""
         hit = self._plans.get(id(slices))
         if hit is None or hit[0] is not slices:
             hit = self._plans[id(slices)] = (slices, slices.plan_buffers())
         return hit[1]
+
+
+@njit(nogil=True, cache=True)
+def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, take, starts, ends, first_exits,
+                   node_byte, trie_pack, frames, row, exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap,
+                   info, ids):
+    """A state's walk plan (:func:`._survival.plan_state_packed`) and, when it takes no slice whole
+    (most states: narrow), the walk of its ranges into ``row`` (cleared first) and the accepted ids
+    listed into ``ids`` while they fit; returns the walk's exit count. ``info[5:9]``: the ranges and
+    the plan's exits, whether slices were taken (then nothing was walked: the caller ORs their
+    union in first) and the accepted count. One call where a first mask made three (each kernel
+    call from Python pays for its arguments and, cold, for its dispatch)."""
+    n, ne = plan_state_packed(state, trans, flags, step, params, tables, lower, memo, take, starts, ends,
+                              first_exits)
+    info[5] = n
+    info[6] = ne
+    info[7] = 0
+    info[2] = 0
+    for j in range(take.shape[0]):
+        if take[j]:
+            info[7] = 1
+            return 0
+    row[:] = 0
+    n_exit = 0
+    if n > 0:
+        info[0] = 0
+        info[1] = 0
+        info[3] = 0
+        info[4] = 0
+        n_exit = _walk_mod.walk_trie_packed(state, _walk_mod.EXIT, starts[:n], ends[:n], np.zeros(0, np.uint8),
+                                            node_byte, trie_pack, trans, flags, step, frames, row, exit_nodes, cbuf,
+                                            cdepth, step_block, arena_cap, config_cap, info)
+        if info[2] != 0:
+            return n_exit
+    info[8] = _count_and_list(row, ids)
+    return n_exit
 
 
 def _raise_walk_error(code: int) -> None:
@@ -219,19 +261,32 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     if rtn.dead_end[state]:  # only a pop can follow: every token leaves the frame at its first byte
         return StateMask(TokenSetKind.ACCEPTED, _NO_EXITS, slices.top_nodes, 0)
     row = scratch.row
-    taken, starts, ends, first_exits = slices.walk_plan(state, rtn, scratch.plan_out(slices))
-    if taken:
-        row[:] = slices.union(taken)
+    ids, info = scratch.ids, scratch.info
+    take, starts, ends, first_exits = scratch.plan_out(slices)
+    plan = slices.plan_arrays(rtn)
+    while True:  # plan, and where no slice is taken whole, walk and list: one kernel call
+        n_exit = _plan_and_walk(state, *rtn.step_pack, slices.plan_params, plan.tables, plan.lower, plan.memo,
+                                take, starts, ends, first_exits, slices.trie.node_byte, slices.trie.walk_pack,
+                                _NO_FRAMES, row, scratch.exits, scratch.cbuf, scratch.cdepth, *scratch.step_args, ids)
+        code = int(info[2])
+        if code != _walk_mod.ERR_EXITS:
+            break
+        scratch.grow_exits(slices.trie)  # (at most one exit per trie node: sized once, then again)
+    _raise_walk_error(code)
+    n, ne = int(info[5]), int(info[6])
+    if info[7]:  # slices taken whole: their union, then a walk of the others
+        row[:] = slices.union(slices.taken(take))
+        exits = _NO_EXITS
+        if n:
+            exits = _walk(state, _walk_mod.EXIT, starts[:n], ends[:n], rtn, slices.trie, _NO_FRAMES, row, scratch,
+                          keep_exits=True)
+        count = int(_count_and_list(row, ids))
     else:
-        row[:] = 0
-    exits = _NO_EXITS
-    if starts.shape[0]:
-        exits = _walk(state, _walk_mod.EXIT, starts, ends, rtn, slices.trie, _NO_FRAMES, row, scratch, keep_exits=True)
-    if first_exits.shape[0]:  # (nodes only a pop can take: the plan lists them, no walk visits them)
-        exits = np.concatenate((first_exits, exits))
+        exits = scratch.exits[:n_exit].copy() if n_exit else _NO_EXITS
+        count = int(info[8])
+    if ne:  # (nodes only a pop can take: the plan lists them, no walk visits them)
+        exits = np.concatenate((first_exits[:ne], exits))
     words = row.shape[0]
-    ids = scratch.ids
-    count = int(_count_and_list(row, ids))
     n_trie = slices.trie.num_tokens
     # a list of ids while it is short: writing one costs a scattered bit per id, where a bitset
     # is copied whole (a string state on Qwen2.5 rejects 4,651 ids: 2.5 us to write as a list,
@@ -277,7 +332,7 @@ def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, p
                                             scratch.cdepth, *scratch.step_args)
         code = int(info[2])
         if code == _walk_mod.ERR_EXITS:  # at most one exit per trie node: size it once and walk again
-            scratch.exits = np.empty(max(scratch.exits.shape[0] * 4, trie.node_byte.shape[0]), dtype=np.int32)
+            scratch.grow_exits(trie)
             continue  # (bits already set are set again: the row needs no reset)
         _raise_walk_error(code)
         return scratch.exits[:n_exit].copy() if keep_exits else _NO_EXITS

@@ -173,16 +173,20 @@ class SliceSet:
         :meth:`plan_buffers` to write into (one set per thread; the arrays returned are views of
         them)."""
         take, starts, ends, exits = out if out is not None else self.plan_buffers()
-        p = self._plan(rtn)
+        p = self.plan_arrays(rtn)
         n, ne = plan_state_packed(state, *rtn.step_pack, self.plan_params, p.tables, p.lower, p.memo, take,
                                   starts, ends, exits)
+        return self.taken(take), starts[:n], ends[:n], exits[:ne]
+
+    def taken(self, take: np.ndarray) -> tuple[int, ...]:
+        """The indices of the slices flagged in ``take`` (a plan's), kept per combination."""
         key = take.tobytes()
         taken = self._taken.get(key)
         if taken is None:
             if len(self._taken) >= 256:  # (bounded, as the unions are)
                 self._taken.clear()
             taken = self._taken[key] = tuple(np.flatnonzero(take).tolist())
-        return taken, starts[:n], ends[:n], exits[:ne]
+        return taken
 
     def plan_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(take, starts, ends, exits)`` buffers sized for :meth:`walk_plan`."""
@@ -226,18 +230,19 @@ class SliceSet:
         runs to twice the limit, so along a bounded string one search serves the next states
         too. Results are remembered per grammar.
         """
-        p = self._plan(rtn)
+        p = self.plan_arrays(rtn)
         h = cover_depth(k, state, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target,
                         *self._cover_params[:2], *table_views(p.tables), p.lower, p.memo, MAX_PAIRS)
         return math.inf if h == DEPTH_INF else float(h)
 
     def cover_edges(self, k: int, rtn) -> tuple[np.ndarray, ...]:
         """Cover ``k``'s search input in ``rtn``'s classes (its part of :func:`._survival.cover_tables`)."""
-        off, *arrays = table_views(self._plan(rtn).tables)
+        off, *arrays = table_views(self.plan_arrays(rtn).tables)
         cols = (T_PTR, T_EDGE, T_EDGE, T_CLS_PTR, T_CLS, T_FIRST, T_STATE)
         return tuple(a[off[k, c]:off[k + 1, c]] for a, c in zip(arrays, cols, strict=True))
 
-    def _plan(self, rtn) -> _Plan:
+    def plan_arrays(self, rtn) -> _Plan:
+        """``rtn``'s walk-plan arrays for this slice set (made at its first plan, kept with it)."""
         plans = rtn.__dict__.get("_slice_plans")
         if plans is None:
             plans = rtn.__dict__["_slice_plans"] = {}
