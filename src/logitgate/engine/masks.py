@@ -210,11 +210,10 @@ def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, take,
                    node_byte, trie_pack, frames, row, exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap,
                    info, ids):
     """A state's walk plan (:func:`._survival.plan_state_packed`) and, when it takes no slice whole
-    (most states: narrow), the walk of its ranges into ``row`` (cleared first) and the accepted ids
-    listed into ``ids`` while they fit; returns the walk's exit count. ``info[5:9]``: the ranges and
-    the plan's exits, whether slices were taken (then nothing was walked: the caller ORs their
-    union in first) and the accepted count. One call where a first mask made three (each kernel
-    call from Python pays for its arguments and, cold, for its dispatch)."""
+    (most states: narrow), :func:`_walk_and_list` of its ranges; returns the walk's exit count.
+    ``info[5:8]``: the ranges and the plan's exits, and whether slices were taken (then nothing was
+    walked: the caller ORs their union in first). One call where a first mask made three (each
+    kernel call from Python pays for its arguments and, cold, for its dispatch)."""
     n, ne = plan_state_packed(state, trans, flags, step, params, tables, lower, memo, take, starts, ends,
                               first_exits)
     info[5] = n
@@ -225,16 +224,25 @@ def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, take,
         if take[j]:
             info[7] = 1
             return 0
+    return _walk_and_list(state, _walk_mod.EXIT, starts[:n], ends[:n], np.zeros(0, np.uint8), node_byte,
+                          trie_pack, trans, flags, step, frames, row, exit_nodes, cbuf, cdepth, step_block,
+                          arena_cap, config_cap, info, ids)
+
+
+@njit(nogil=True, cache=True)
+def _walk_and_list(top, par, starts, ends, start_bytes, node_byte, trie_pack, trans, flags, step, frames, row,
+                   exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info, ids):
+    """``row`` cleared, the ranges walked into it (:func:`._walk.walk_trie_packed`) and the accepted
+    ids listed into ``ids`` while they fit (their count: ``info[8]``); returns the exit count."""
     row[:] = 0
+    for k in range(5):
+        info[k] = 0
+    info[3] = 1 << 30
     n_exit = 0
-    if n > 0:
-        info[0] = 0
-        info[1] = 0
-        info[3] = 0
-        info[4] = 0
-        n_exit = _walk_mod.walk_trie_packed(state, _walk_mod.EXIT, starts[:n], ends[:n], np.zeros(0, np.uint8),
-                                            node_byte, trie_pack, trans, flags, step, frames, row, exit_nodes, cbuf,
-                                            cdepth, step_block, arena_cap, config_cap, info)
+    if starts.shape[0] > 0:
+        n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, start_bytes, node_byte, trie_pack, trans, flags,
+                                            step, frames, row, exit_nodes, cbuf, cdepth, step_block, arena_cap,
+                                            config_cap, info)
         if info[2] != 0:
             return n_exit
     info[8] = _count_and_list(row, ids)
@@ -306,15 +314,21 @@ def resolve_context(state_mask: StateMask, parent: int, rtn, slices: SliceSet, p
 
     Returns ``(token ids, deepest pool depth touched)``.
     """
-    row = scratch.row
-    row[:] = 0
+    row, ids, info = scratch.row, scratch.ids, scratch.info
     trie = slices.trie
     ends, first_bytes = state_mask.exit_ranges(trie)
-    _walk(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, ends, rtn, trie,
-          pool, row, scratch, keep_exits=False, start_bytes=first_bytes)
-    min_depth = min(int(pool.depth[parent]), int(scratch.info[3]))
-    count = int(_count_and_list(row, scratch.ids))
-    return (scratch.ids[:count].copy() if count <= scratch.ids.shape[0] else _row_to_ids(row, count)), min_depth
+    while True:  # walk and list: one kernel call
+        _walk_and_list(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, ends, first_bytes,
+                       trie.node_byte, trie.walk_pack, *rtn.step_pack, pool.block, row, scratch.exits,
+                       scratch.cbuf, scratch.cdepth, *scratch.step_args, ids)
+        code = int(info[2])
+        if code != _walk_mod.ERR_EXITS:
+            break
+        scratch.grow_exits(trie)
+    _raise_walk_error(code)
+    min_depth = min(int(pool.depth[parent]), int(info[3]))
+    count = int(info[8])
+    return (ids[:count].copy() if count <= ids.shape[0] else _row_to_ids(row, count)), min_depth
 
 
 def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, pool, row: np.ndarray,
