@@ -226,15 +226,17 @@ def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, take,
             return 0
     return _walk_and_list(state, _walk_mod.EXIT, starts[:n], ends[:n], np.zeros(0, np.uint8), node_byte,
                           trie_pack, trans, flags, step, frames, row, exit_nodes, cbuf, cdepth, step_block,
-                          arena_cap, config_cap, info, ids)
+                          arena_cap, config_cap, info, ids, True)
 
 
 @njit(nogil=True, cache=True)
 def _walk_and_list(top, par, starts, ends, start_bytes, node_byte, trie_pack, trans, flags, step, frames, row,
-                   exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info, ids):
-    """``row`` cleared, the ranges walked into it (:func:`._walk.walk_trie_packed`) and the accepted
-    ids listed into ``ids`` while they fit (their count: ``info[8]``); returns the exit count."""
-    row[:] = 0
+                   exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info, ids, clear):
+    """``row`` cleared (when ``clear``), the ranges walked into it (:func:`._walk.walk_trie_packed`) and
+    the ids it accepts listed into ``ids`` while they fit (their count: ``info[8]``); returns the
+    exit count."""
+    if clear:
+        row[:] = 0
     for k in range(5):
         info[k] = 0
     info[3] = 1 << 30
@@ -282,16 +284,12 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
         scratch.grow_exits(slices.trie)  # (at most one exit per trie node: sized once, then again)
     _raise_walk_error(code)
     n, ne = int(info[5]), int(info[6])
-    if info[7]:  # slices taken whole: their union, then a walk of the others
+    if info[7]:  # slices taken whole: their union, then the others walked onto it
         row[:] = slices.union(slices.taken(take))
-        exits = _NO_EXITS
-        if n:
-            exits = _walk(state, _walk_mod.EXIT, starts[:n], ends[:n], rtn, slices.trie, _NO_FRAMES, row, scratch,
-                          keep_exits=True)
-        count = int(_count_and_list(row, ids))
-    else:
-        exits = scratch.exits[:n_exit].copy() if n_exit else _NO_EXITS
-        count = int(info[8])
+        n_exit = _walk_listing(state, _walk_mod.EXIT, starts[:n], ends[:n], _NO_BYTES, _NO_FRAMES, False, rtn,
+                               slices.trie, scratch)
+    exits = scratch.exits[:n_exit].copy() if n_exit else _NO_EXITS
+    count = int(info[8])
     if ne:  # (nodes only a pop can take: the plan lists them, no walk visits them)
         exits = np.concatenate((first_exits[:ne], exits))
     words = row.shape[0]
@@ -314,42 +312,33 @@ def resolve_context(state_mask: StateMask, parent: int, rtn, slices: SliceSet, p
 
     Returns ``(token ids, deepest pool depth touched)``.
     """
-    row, ids, info = scratch.row, scratch.ids, scratch.info
     trie = slices.trie
     ends, first_bytes = state_mask.exit_ranges(trie)
-    while True:  # walk and list: one kernel call
-        _walk_and_list(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, ends, first_bytes,
-                       trie.node_byte, trie.walk_pack, *rtn.step_pack, pool.block, row, scratch.exits,
-                       scratch.cbuf, scratch.cdepth, *scratch.step_args, ids)
-        code = int(info[2])
-        if code != _walk_mod.ERR_EXITS:
-            break
-        scratch.grow_exits(trie)
-    _raise_walk_error(code)
+    _walk_listing(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, ends, first_bytes, pool.block,
+                  True, rtn, trie, scratch)
+    row, ids, info = scratch.row, scratch.ids, scratch.info
     min_depth = min(int(pool.depth[parent]), int(info[3]))
     count = int(info[8])
     return (ids[:count].copy() if count <= ids.shape[0] else _row_to_ids(row, count)), min_depth
 
 
-def _walk(top: int, par: int, starts: np.ndarray, ends: np.ndarray, rtn, trie, pool, row: np.ndarray,
-          scratch: WalkScratch, keep_exits: bool, start_bytes: np.ndarray | None = None) -> np.ndarray:
-    """One :func:`walk_trie` call (``pool``: the frames below ``par``, or ``_NO_FRAMES``; ``start_bytes``:
-    the ranges' first bytes, when each range is one subtree); returns the exit nodes (a copy, when
-    ``keep_exits``)."""
-    frames = _NO_FRAMES if pool is _NO_FRAMES else pool.block
+def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, start_bytes: np.ndarray,
+                  frames: np.ndarray, clear: bool, rtn, trie, scratch: WalkScratch) -> int:
+    """One :func:`_walk_and_list` call into ``scratch.row`` (cleared first when ``clear``), walking
+    again with more room for exits if it ran out; returns the exit count (the nodes: the start of
+    ``scratch.exits``). ``frames``: the pool's rows below ``par``, or ``_NO_FRAMES``;
+    ``start_bytes``: the ranges' first bytes, when each range is one subtree (or ``_NO_BYTES``)."""
     info = scratch.info
     while True:
-        info[:] = 0
-        firsts = _NO_BYTES if start_bytes is None else start_bytes
-        n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, firsts, trie.node_byte, trie.walk_pack,
-                                            *rtn.step_pack, frames, row, scratch.exits, scratch.cbuf,
-                                            scratch.cdepth, *scratch.step_args)
+        n_exit = _walk_and_list(top, par, starts, ends, start_bytes, trie.node_byte, trie.walk_pack, *rtn.step_pack,
+                                frames, scratch.row, scratch.exits, scratch.cbuf, scratch.cdepth, *scratch.step_args,
+                                scratch.ids, clear)
         code = int(info[2])
-        if code == _walk_mod.ERR_EXITS:  # at most one exit per trie node: size it once and walk again
-            scratch.grow_exits(trie)
-            continue  # (bits already set are set again: the row needs no reset)
-        _raise_walk_error(code)
-        return scratch.exits[:n_exit].copy() if keep_exits else _NO_EXITS
+        if code != _walk_mod.ERR_EXITS:
+            break
+        scratch.grow_exits(trie)  # at most one exit per trie node: sized once, then walked again
+    _raise_walk_error(code)
+    return n_exit
 
 
 _NO_EXITS = np.zeros(0, dtype=np.int32)
