@@ -335,6 +335,19 @@ def _scratch_views(block, a, c):
 
 
 @njit(nogil=True, cache=True)
+def subtrees(nodes, node_byte, trie_pack):
+    """``(ends, first bytes)`` of the trie subtrees below ``nodes``: walk ranges (``trie_pack`` as
+    :func:`walk_trie_packed` takes it)."""
+    node_end = trie_pack[trie_pack[1]:trie_pack[2]]
+    ends = np.empty(nodes.shape[0], dtype=np.int32)
+    first = np.empty(nodes.shape[0], dtype=np.uint8)
+    for k in range(nodes.shape[0]):
+        ends[k] = node_end[nodes[k]]
+        first[k] = node_byte[nodes[k]]
+    return ends, first
+
+
+@njit(nogil=True, cache=True)
 def walk_trie_packed(top, par, starts, ends, start_bytes, node_byte, trie_pack, trans, flags, pack, frames,
                      accept_row, exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info):
     """:func:`walk_trie` over all of ``starts``, with its arrays passed as fewer: ``trie_pack``

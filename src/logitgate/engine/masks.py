@@ -54,20 +54,9 @@ class StateMask:
     def has_exits(self) -> bool:
         return self.exits.shape[0] > 0
 
-    def exit_ranges(self, trie) -> tuple[np.ndarray, np.ndarray]:
-        """``(ends, bytes)`` of the exits' subtrees in ``trie`` (the slice set's): what a context
-        resolution walks, made at the first (kept: every resolution of this state walks them)."""
-        got = self.__dict__.get("_exit_ranges")
-        if got is None:
-            got = (trie.node_end[self.exits], trie.node_byte[self.exits])
-            object.__setattr__(self, "_exit_ranges", got)  # (frozen: its fields are the mask's value)
-        return got
-
     @property
     def nbytes(self) -> int:
-        """Its arrays, with the exits' subtree ends and bytes a context resolution adds
-        (:meth:`exit_ranges`: counted from the start, so the figure never changes)."""
-        return int(self.data.nbytes + self.exits.shape[0] * 9 + 64)
+        return int(self.data.nbytes + self.exits.nbytes + 64)
 
     def write(self, row: np.ndarray, overwrite: bool, base: np.ndarray) -> None:
         """Write (``overwrite``) or OR this set into a packed bitmask row.
@@ -234,9 +223,12 @@ def _walk_and_list(top, par, starts, ends, start_bytes, node_byte, trie_pack, tr
                    exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info, ids, clear):
     """``row`` cleared (when ``clear``), the ranges walked into it (:func:`._walk.walk_trie_packed`) and
     the ids it accepts listed into ``ids`` while they fit (their count: ``info[8]``); returns the
-    exit count."""
+    exit count. Empty ``ends`` (``_AS_SUBTREES``): each range is the subtree of its start node (a
+    context resolution's exit nodes), its end and first byte read here from the trie."""
     if clear:
         row[:] = 0
+    if ends.shape[0] != starts.shape[0]:
+        ends, start_bytes = _walk_mod.subtrees(starts, node_byte, trie_pack)
     for k in range(5):
         info[k] = 0
     info[3] = 1 << 30
@@ -312,10 +304,8 @@ def resolve_context(state_mask: StateMask, parent: int, rtn, slices: SliceSet, p
 
     Returns ``(token ids, deepest pool depth touched)``.
     """
-    trie = slices.trie
-    ends, first_bytes = state_mask.exit_ranges(trie)
-    _walk_listing(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, ends, first_bytes, pool.block,
-                  True, rtn, trie, scratch)
+    _walk_listing(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, _AS_SUBTREES, _NO_BYTES,
+                  pool.block, True, rtn, slices.trie, scratch)
     row, ids, info = scratch.row, scratch.ids, scratch.info
     min_depth = min(int(pool.depth[parent]), int(info[3]))
     count = int(info[8])
@@ -326,8 +316,9 @@ def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, star
                   frames: np.ndarray, clear: bool, rtn, trie, scratch: WalkScratch) -> int:
     """One :func:`_walk_and_list` call into ``scratch.row`` (cleared first when ``clear``), walking
     again with more room for exits if it ran out; returns the exit count (the nodes: the start of
-    ``scratch.exits``). ``frames``: the pool's rows below ``par``, or ``_NO_FRAMES``;
-    ``start_bytes``: the ranges' first bytes, when each range is one subtree (or ``_NO_BYTES``)."""
+    ``scratch.exits``). ``frames``: the pool's rows below ``par``, or ``_NO_FRAMES``; ``ends``:
+    the ranges' ends, or ``_AS_SUBTREES``: each range the subtree of its start node, whose first
+    byte the walk reads to skip a range its class already died on (``start_bytes``: ``_NO_BYTES``)."""
     info = scratch.info
     while True:
         n_exit = _walk_and_list(top, par, starts, ends, start_bytes, trie.node_byte, trie.walk_pack, *rtn.step_pack,
@@ -343,6 +334,7 @@ def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, star
 
 _NO_EXITS = np.zeros(0, dtype=np.int32)
 _NO_BYTES = np.zeros(0, dtype=np.uint8)
+_AS_SUBTREES = np.zeros(0, dtype=np.int32)  # (a walk's ranges: each the subtree of its start node)
 _NO_FRAMES = np.zeros((3, 1), dtype=np.int32)  # (no pool: a walk that never pops into one)
 
 
