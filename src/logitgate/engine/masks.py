@@ -56,6 +56,7 @@ class StateMask:
 
     @property
     def nbytes(self) -> int:
+        """Memory it holds (what :class:`MaskStore` bounds)."""
         return int(self.data.nbytes + self.exits.nbytes + 64)
 
     def write(self, row: np.ndarray, overwrite: bool, base: np.ndarray) -> None:
@@ -187,7 +188,7 @@ class WalkScratch:
         self.exits = np.empty(max(self.exits.shape[0] * 4, trie.num_nodes), dtype=np.int32)
 
     def plan_out(self, slices: SliceSet) -> tuple[np.ndarray, ...]:
-        """This thread's buffers for ``slices.walk_plan``."""
+        """This thread's buffers for a walk plan of ``slices`` (:meth:`SliceSet.walk_plan`'s ``out``)."""
         hit = self._plans.get(id(slices))
         if hit is None or hit[0] is not slices:
             hit = self._plans[id(slices)] = (slices, slices.plan_buffers())
@@ -278,8 +279,8 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     n, ne = int(info[5]), int(info[6])
     if info[7]:  # slices taken whole: their union, then the others walked onto it
         row[:] = slices.union(slices.taken(take))
-        n_exit = _walk_listing(state, _walk_mod.EXIT, starts[:n], ends[:n], _NO_BYTES, _NO_FRAMES, False, rtn,
-                               slices.trie, scratch)
+        n_exit = _walk_listing(state, _walk_mod.EXIT, starts[:n], ends[:n], _NO_FRAMES, False, rtn, slices.trie,
+                               scratch)
     exits = scratch.exits[:n_exit].copy() if n_exit else _NO_EXITS
     count = int(info[8])
     if ne:  # (nodes only a pop can take: the plan lists them, no walk visits them)
@@ -304,24 +305,24 @@ def resolve_context(state_mask: StateMask, parent: int, rtn, slices: SliceSet, p
 
     Returns ``(token ids, deepest pool depth touched)``.
     """
-    _walk_listing(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, _AS_SUBTREES, _NO_BYTES,
-                  pool.block, True, rtn, slices.trie, scratch)
+    _walk_listing(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, _AS_SUBTREES, pool.block,
+                  True, rtn, slices.trie, scratch)
     row, ids, info = scratch.row, scratch.ids, scratch.info
     min_depth = min(int(pool.depth[parent]), int(info[3]))
     count = int(info[8])
     return (ids[:count].copy() if count <= ids.shape[0] else _row_to_ids(row, count)), min_depth
 
 
-def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, start_bytes: np.ndarray,
-                  frames: np.ndarray, clear: bool, rtn, trie, scratch: WalkScratch) -> int:
+def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, frames: np.ndarray, clear: bool, rtn,
+                  trie, scratch: WalkScratch) -> int:
     """One :func:`_walk_and_list` call into ``scratch.row`` (cleared first when ``clear``), walking
     again with more room for exits if it ran out; returns the exit count (the nodes: the start of
     ``scratch.exits``). ``frames``: the pool's rows below ``par``, or ``_NO_FRAMES``; ``ends``:
     the ranges' ends, or ``_AS_SUBTREES``: each range the subtree of its start node, whose first
-    byte the walk reads to skip a range its class already died on (``start_bytes``: ``_NO_BYTES``)."""
+    byte the walk reads to skip a range its class already died on."""
     info = scratch.info
     while True:
-        n_exit = _walk_and_list(top, par, starts, ends, start_bytes, trie.node_byte, trie.walk_pack, *rtn.step_pack,
+        n_exit = _walk_and_list(top, par, starts, ends, _NO_BYTES, trie.node_byte, trie.walk_pack, *rtn.step_pack,
                                 frames, scratch.row, scratch.exits, scratch.cbuf, scratch.cdepth, *scratch.step_args,
                                 scratch.ids, clear)
         code = int(info[2])
