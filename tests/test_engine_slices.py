@@ -201,12 +201,16 @@ def test_cover_edges_kernel_matches_numpy(compiler):
 def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler):
     """A slice is taken whole iff its cover's survival depth reaches its bound, with one latitude:
     a depth known only to reach the longest bounded slice (through a wider cover) may leave an
-    unbounded slice to be walked."""
+    unbounded slice to be walked. A state that takes no slice walks the unsliced trie instead of
+    the slices (every token once either way)."""
     from logitgate.engine._survival import dies_at_once
 
+    unsliced_plans = 0
     for schema in SCHEMAS:
         cg = compiler.compile_json_schema(schema)
         rtn, slices = cg.rtn, cg._runtime.slices
+        assert slices.unsliced is not None
+        everything = _subtrees(slices.trie, [slices.unsliced[0]], [slices.unsliced[1]])
         index = {id(c): k for k, (c, _, _) in enumerate(slices.covers)}
         for s in range(rtn.num_states):
             taken, starts, ends, exits = slices.walk_plan(s, rtn)
@@ -219,15 +223,18 @@ def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler)
             for j in taken:
                 union |= slices.slices[j].bitset
             assert np.array_equal(slices.union(taken), union)
+            # walked: the subtrees the state can enter, of the unsliced trie when no slice is taken
+            # whole, else of each slice not taken; the others are exits if it may pop
+            groups = [("unsliced", everything)] if not taken else [
+                (sl.name, _subtrees(slices.trie, [sl.first], [sl.end])) for j, sl in enumerate(slices)
+                if j not in taken]
+            unsliced_plans += not taken
+            for name, mine in groups:
+                assert mine & walked == {r for r in mine if slices.trie.node_byte[r] in enterable}, (schema, s, name)
+                assert mine & exits == (mine - walked if rtn.final[s] else set()), (schema, s, name)
+            assert walked | exits <= set().union(*(mine for _, mine in groups))
             for j, sl in enumerate(slices):
                 whole = j in taken
-                mine = _subtrees(slices.trie, [sl.first], [sl.end])
-                if whole:
-                    assert not mine & walked and not mine & exits, (schema, s, sl.name)
-                else:  # walked: the subtrees the state can enter; the others are exits if it may pop
-                    assert mine & walked == {r for r in mine if slices.trie.node_byte[r] in enterable}, \
-                        (schema, s, sl.name)
-                    assert mine & exits == (mine - walked if rtn.final[s] else set()), (schema, s, sl.name)
                 if sl.cover is None:
                     assert not whole
                     continue
@@ -241,6 +248,7 @@ def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler)
                     assert whole == (sl.max_chars <= h), (schema, s, sl.name, h)
                 elif whole:
                     assert h == math.inf, (schema, s, sl.name)
+    assert unsliced_plans  # (most states take no slice whole)
 
 
 def _subtrees(trie, starts, ends) -> set[int]:
@@ -385,7 +393,7 @@ def test_a_mask_is_a_list_of_ids_only_while_the_list_is_short_and_writes_the_sam
 
 def test_a_state_that_can_only_pop_exits_at_every_first_byte_as_a_walk_finds(compiler):
     """A dead-end state (final, nothing to read) skips the trie walk: no token stays in its frame and
-    every slice's top-level node is an exit -- what walking the trie from it finds."""
+    every top-level node of the unsliced trie is an exit -- what walking the trie from it finds."""
     import dataclasses
 
     cg = compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "array", "items": {

@@ -489,7 +489,9 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
     are ``r_node[r_ptr[j]:r_ptr[j + 1]]`` (subtrees ending at ``r_end``, first bytes ``r_byte``).
     Of a walked slice, only the subtrees whose first byte the state can take are listed (adjacent
     ones as one range); where the state is final, the other top-level nodes are exits (a pop may
-    take any byte: the walk would find just that there, at a few times the cost).
+    take any byte: the walk would find just that there, at a few times the cost). Where ``r_ptr``
+    has one group more than there are slices, that group is the unsliced trie of every token, and a
+    state that takes no slice whole walks it instead of the slices.
     """
     nk = c_start.shape[0]
     depth = np.zeros(nk, dtype=np.int64)
@@ -515,13 +517,22 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
                 can[c] = 1
     n = 0
     ne = 0
-    for j in range(s_cover.shape[0]):
+    n_sl = s_cover.shape[0]
+    any_taken = False
+    for j in range(n_sl):
         c = s_cover[j]
         whole = False
         if c >= 0:
             whole = depth[c] == DEPTH_INF if s_max[j] < 0 else s_max[j] <= depth[c]
         take[j] = whole
-        if whole or s_end[j] <= s_first[j]:
+        any_taken = any_taken or whole
+    # no slice taken whole, and the slice set has the unsliced trie as its last group: walk that
+    # (one subtree per first byte, where each slice has its own)
+    unsliced = not any_taken and r_ptr.shape[0] > n_sl + 1
+    for j in range(n_sl + 1 if unsliced else n_sl):
+        if unsliced and j < n_sl:
+            continue
+        if j < n_sl and (take[j] or s_end[j] <= s_first[j]):
             continue
         last_end = -1
         for r in range(r_ptr[j], r_ptr[j + 1]):

@@ -73,7 +73,8 @@ class TokenRuntime:
                 if self._slices is None:
                     from .slices import build_slices
 
-                    self._slices = build_slices(self.info.token_bytes, self.trie.tok_ids, self.num_words)
+                    self._slices = build_slices(self.info.token_bytes, self.trie.tok_ids, self.num_words,
+                                                unsliced=self.trie)
         return self._slices
 
     def scratch(self) -> WalkScratch:

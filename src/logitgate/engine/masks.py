@@ -286,7 +286,7 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     if ne:  # (nodes only a pop can take: the plan lists them, no walk visits them)
         exits = np.concatenate((first_exits[:ne], exits))
     words = row.shape[0]
-    n_trie = slices.trie.num_tokens
+    n_trie = slices.num_tokens
     # a list of ids while it is short: writing one costs a scattered bit per id, where a bitset
     # is copied whole (a string state on Qwen2.5 rejects 4,651 ids: 2.5 us to write as a list,
     # 0.3 us as the 4,748 words of a bitset); longer lists would take less memory (4 bytes an id,
