@@ -529,9 +529,7 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
     # no slice taken whole, and the slice set has the unsliced trie as its last group: walk that
     # (one subtree per first byte, where each slice has its own)
     unsliced = not any_taken and r_ptr.shape[0] > n_sl + 1
-    for j in range(n_sl + 1 if unsliced else n_sl):
-        if unsliced and j < n_sl:
-            continue
+    for j in range(n_sl, n_sl + 1) if unsliced else range(n_sl):
         if j < n_sl and (take[j] or s_end[j] <= s_first[j]):
             continue
         last_end = -1

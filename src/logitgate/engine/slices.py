@@ -15,7 +15,7 @@ of ``C`` and its last character may finish as one of ``C``, counted with that ch
 followed by the trie of every token, unsliced: a state that takes no slice whole -- most states,
 outside strings -- walks that one, where each slice would have its own subtree for the same first
 byte (a narrow state's walk visits the children of ``"a"`` once, not once per slice holding tokens
-that start with it; cold traces of the fixed workloads 12-14 % faster, for ~4.5 MB more trie on
+that start with it; cold traces of the fixed workloads 1-12 % faster, for ~4.5 MB more trie on
 Qwen2.5).
 For a state whose language (within its rule frame) contains every string of a slice -- checked
 on the automata, exactly -- the slice's bitset is OR-ed in and its tokens are not walked; the
@@ -305,8 +305,9 @@ class SliceSet:
     @functools.cached_property
     def _roots(self) -> tuple[np.ndarray, ...]:
         """``(ptr, node, end, byte)``: each slice's top-level trie nodes (``node[ptr[j]:ptr[j + 1]]``
-        for slice ``j``), where their subtrees end and their bytes. A walk plan lists only the
-        subtrees a state can enter, and reads these few hundred entries, not the trie itself."""
+        for slice ``j``), then the unsliced trie's (group ``len(slices)``, when there is one), where
+        their subtrees end and their bytes. A walk plan lists only the subtrees a state can enter,
+        and reads these few hundred entries, not the trie itself."""
         t = self.trie
         ptr, nodes = [0], []
         for first, end in [(sl.first, sl.end) for sl in self.slices] + ([self.unsliced] if self.unsliced else []):
