@@ -388,7 +388,8 @@ def plan_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_clas
     nk = c_start.shape[0]
     lower = np.full((nk, g_nstates), -1, dtype=np.int16)
     memo = np.full((nk, g_nstates), UNKNOWN_DEPTH, dtype=np.int32)
-    return cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_class, g_ncls), lower, memo
+    tables = cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_class, g_ncls)
+    return tables, lower, memo
 
 
 @njit(nogil=True, cache=True)

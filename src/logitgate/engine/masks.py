@@ -197,8 +197,8 @@ class WalkScratch:
 
 @njit(nogil=True, cache=True)
 def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, take, starts, ends, first_exits,
-                   node_byte, trie_pack, frames, row, exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap,
-                   info, ids):
+                   node_byte, trie_pack, frames, row, exit_nodes, cbuf, cdepth, step_block, arena_cap,
+                   config_cap, info, ids):
     """A state's walk plan (:func:`._survival.plan_state_packed`) and, when it takes no slice whole
     (most states: narrow), :func:`_walk_and_list` of its ranges; returns the walk's exit count.
     ``info[5:8]``: the ranges and the plan's exits, and whether slices were taken (then nothing was
@@ -235,9 +235,9 @@ def _walk_and_list(top, par, starts, ends, start_bytes, node_byte, trie_pack, tr
     info[3] = 1 << 30
     n_exit = 0
     if starts.shape[0] > 0:
-        n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, start_bytes, node_byte, trie_pack, trans, flags,
-                                            step, frames, row, exit_nodes, cbuf, cdepth, step_block, arena_cap,
-                                            config_cap, info)
+        n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, start_bytes, node_byte, trie_pack, trans,
+                                            flags, step, frames, row, exit_nodes, cbuf, cdepth, step_block,
+                                            arena_cap, config_cap, info)
         if info[2] != 0:
             return n_exit
     info[8] = _count_and_list(row, ids)
@@ -270,7 +270,8 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     while True:  # plan, and where no slice is taken whole, walk and list: one kernel call
         n_exit = _plan_and_walk(state, *rtn.step_pack, slices.plan_params, plan.tables, plan.lower, plan.memo,
                                 take, starts, ends, first_exits, slices.trie.node_byte, slices.trie.walk_pack,
-                                _NO_FRAMES, row, scratch.exits, scratch.cbuf, scratch.cdepth, *scratch.step_args, ids)
+                                _NO_FRAMES, row, scratch.exits, scratch.cbuf, scratch.cdepth,
+                                *scratch.step_args, ids)
         code = int(info[2])
         if code != _walk_mod.ERR_EXITS:
             break
@@ -279,8 +280,8 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     n, ne = int(info[5]), int(info[6])
     if info[7]:  # slices taken whole: their union, then the others walked onto it
         row[:] = slices.union(slices.taken(take))
-        n_exit = _walk_listing(state, _walk_mod.EXIT, starts[:n], ends[:n], _NO_FRAMES, False, rtn, slices.trie,
-                               scratch)
+        n_exit = _walk_listing(state, _walk_mod.EXIT, starts[:n], ends[:n], _NO_FRAMES, False, rtn,
+                               slices.trie, scratch)
     exits = scratch.exits[:n_exit].copy() if n_exit else _NO_EXITS
     count = int(info[8])
     if ne:  # (nodes only a pop can take: the plan lists them, no walk visits them)
@@ -305,16 +306,16 @@ def resolve_context(state_mask: StateMask, parent: int, rtn, slices: SliceSet, p
 
     Returns ``(token ids, deepest pool depth touched)``.
     """
-    _walk_listing(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, _AS_SUBTREES, pool.block,
-                  True, rtn, slices.trie, scratch)
+    _walk_listing(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, _AS_SUBTREES,
+                  pool.block, True, rtn, slices.trie, scratch)
     row, ids, info = scratch.row, scratch.ids, scratch.info
     min_depth = min(int(pool.depth[parent]), int(info[3]))
     count = int(info[8])
     return (ids[:count].copy() if count <= ids.shape[0] else _row_to_ids(row, count)), min_depth
 
 
-def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, frames: np.ndarray, clear: bool, rtn,
-                  trie, scratch: WalkScratch) -> int:
+def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, frames: np.ndarray, clear: bool,
+                  rtn, trie, scratch: WalkScratch) -> int:
     """One :func:`_walk_and_list` call into ``scratch.row`` (cleared first when ``clear``), walking
     again with more room for exits if it ran out; returns the exit count (the nodes: the start of
     ``scratch.exits``). ``frames``: the pool's rows below ``par``, or ``_NO_FRAMES``; ``ends``:
@@ -322,9 +323,9 @@ def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, fram
     byte the walk reads to skip a range its class already died on."""
     info = scratch.info
     while True:
-        n_exit = _walk_and_list(top, par, starts, ends, _NO_BYTES, trie.node_byte, trie.walk_pack, *rtn.step_pack,
-                                frames, scratch.row, scratch.exits, scratch.cbuf, scratch.cdepth, *scratch.step_args,
-                                scratch.ids, clear)
+        n_exit = _walk_and_list(top, par, starts, ends, _NO_BYTES, trie.node_byte, trie.walk_pack,
+                                *rtn.step_pack, frames, scratch.row, scratch.exits, scratch.cbuf,
+                                scratch.cdepth, *scratch.step_args, scratch.ids, clear)
         code = int(info[2])
         if code != _walk_mod.ERR_EXITS:
             break

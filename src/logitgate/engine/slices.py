@@ -310,7 +310,8 @@ class SliceSet:
         and reads these few hundred entries, not the trie itself."""
         t = self.trie
         ptr, nodes = [0], []
-        for first, end in [(sl.first, sl.end) for sl in self.slices] + ([self.unsliced] if self.unsliced else []):
+        groups = [(sl.first, sl.end) for sl in self.slices] + ([self.unsliced] if self.unsliced else [])
+        for first, end in groups:
             i = first
             while i < end:
                 nodes.append(i)
@@ -370,7 +371,8 @@ def _cover_dfa(chars, prefix: str = "") -> DFA:
 
 
 def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
-                 families: tuple[SliceFamily, ...] = DEFAULT_FAMILIES, unsliced: TokenTrie | None = None) -> SliceSet:
+                 families: tuple[SliceFamily, ...] = DEFAULT_FAMILIES,
+                 unsliced: TokenTrie | None = None) -> SliceSet:
     """Partition the trie's tokens into slices, family by family (the last slice is the remainder);
     ``unsliced``: the trie of all of them (built here if not given), laid after the slices'."""
     remaining = np.asarray(trie_ids, dtype=np.int32)
