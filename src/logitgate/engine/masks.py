@@ -214,22 +214,25 @@ def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, take,
         if take[j]:
             info[7] = 1
             return 0
-    return _walk_and_list(state, _walk_mod.EXIT, starts[:n], ends[:n], np.zeros(0, np.uint8), node_byte,
-                          trie_pack, trans, flags, step, frames, row, exit_nodes, cbuf, cdepth, step_block,
-                          arena_cap, config_cap, info, ids, True)
+    return _walk_and_list(state, _walk_mod.EXIT, starts[:n], ends[:n], node_byte, trie_pack, trans, flags, step,
+                          frames, row, exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info, ids,
+                          True)
 
 
 @njit(nogil=True, cache=True)
-def _walk_and_list(top, par, starts, ends, start_bytes, node_byte, trie_pack, trans, flags, step, frames, row,
-                   exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info, ids, clear):
+def _walk_and_list(top, par, starts, ends, node_byte, trie_pack, trans, flags, step, frames, row, exit_nodes,
+                   cbuf, cdepth, step_block, arena_cap, config_cap, info, ids, clear):
     """``row`` cleared (when ``clear``), the ranges walked into it (:func:`._walk.walk_trie_packed`) and
     the ids it accepts listed into ``ids`` while they fit (their count: ``info[8]``); returns the
     exit count. Empty ``ends`` (``_AS_SUBTREES``): each range is the subtree of its start node (a
-    context resolution's exit nodes), its end and first byte read here from the trie."""
+    context resolution's exit nodes), its end and first byte read here from the trie (the walk skips
+    a range whose first byte's class already died)."""
     if clear:
         row[:] = 0
     if ends.shape[0] != starts.shape[0]:
         ends, start_bytes = _walk_mod.subtrees(starts, node_byte, trie_pack)
+    else:
+        start_bytes = np.zeros(0, np.uint8)  # (ranges of several subtrees: no first byte to read)
     for k in range(5):
         info[k] = 0
     info[3] = 1 << 30
@@ -259,7 +262,7 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
 
     ``slices`` partition the trie tokens (:mod:`.slices`); ``trie_row`` is the bitset of them all.
     The slices whose every token the state accepts are one bitset (:meth:`SliceSet.union`); the
-    others are walked in one call.
+    others are walked -- the unsliced trie instead, when no slice is taken whole.
     """
     if rtn.dead_end[state]:  # only a pop can follow: every token leaves the frame at its first byte
         return StateMask(TokenSetKind.ACCEPTED, _NO_EXITS, slices.top_nodes, 0)
@@ -323,9 +326,9 @@ def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, fram
     byte the walk reads to skip a range its class already died on."""
     info = scratch.info
     while True:
-        n_exit = _walk_and_list(top, par, starts, ends, _NO_BYTES, trie.node_byte, trie.walk_pack,
-                                *rtn.step_pack, frames, scratch.row, scratch.exits, scratch.cbuf,
-                                scratch.cdepth, *scratch.step_args, scratch.ids, clear)
+        n_exit = _walk_and_list(top, par, starts, ends, trie.node_byte, trie.walk_pack, *rtn.step_pack,
+                                frames, scratch.row, scratch.exits, scratch.cbuf, scratch.cdepth,
+                                *scratch.step_args, scratch.ids, clear)
         code = int(info[2])
         if code != _walk_mod.ERR_EXITS:
             break
@@ -335,7 +338,6 @@ def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, fram
 
 
 _NO_EXITS = np.zeros(0, dtype=np.int32)
-_NO_BYTES = np.zeros(0, dtype=np.uint8)
 _AS_SUBTREES = np.zeros(0, dtype=np.int32)  # (a walk's ranges: each the subtree of its start node)
 _NO_FRAMES = np.zeros((3, 1), dtype=np.int32)  # (no pool: a walk that never pops into one)
 

@@ -181,9 +181,8 @@ class SliceSet:
                   ) -> tuple[tuple[int, ...], np.ndarray, np.ndarray, np.ndarray]:
         """``(taken, starts, ends, exits)``: the indices of the slices ``state`` accepts whole (their
         tokens: :meth:`union`), the trie ranges of the others to walk (of the unsliced trie, when
-        it takes none), and -- where ``state`` is
-        final -- the top-level nodes whose first byte only a pop can take (exits the walk need not
-        visit). One kernel call (:func:`._survival.plan_state_packed`). ``out``: buffers from
+        it takes none), and -- where ``state`` is final -- the top-level nodes whose first byte only
+        a pop can take (exits the walk need not visit). One kernel call (:func:`._survival.plan_state_packed`). ``out``: buffers from
         :meth:`plan_buffers` to write into (one set per thread; the arrays returned are views of
         them)."""
         take, starts, ends, exits = out if out is not None else self.plan_buffers()
