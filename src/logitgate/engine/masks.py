@@ -214,9 +214,9 @@ def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, take,
         if take[j]:
             info[7] = 1
             return 0
-    return _walk_and_list(state, _walk_mod.EXIT, starts[:n], ends[:n], node_byte, trie_pack, trans, flags, step,
-                          frames, row, exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info, ids,
-                          True)
+    return _walk_and_list(state, _walk_mod.EXIT, starts[:n], ends[:n], node_byte, trie_pack, trans, flags,
+                          step, frames, row, exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap,
+                          info, ids, True)
 
 
 @njit(nogil=True, cache=True)

@@ -182,9 +182,9 @@ class SliceSet:
         """``(taken, starts, ends, exits)``: the indices of the slices ``state`` accepts whole (their
         tokens: :meth:`union`), the trie ranges of the others to walk (of the unsliced trie, when
         it takes none), and -- where ``state`` is final -- the top-level nodes whose first byte only
-        a pop can take (exits the walk need not visit). One kernel call (:func:`._survival.plan_state_packed`). ``out``: buffers from
-        :meth:`plan_buffers` to write into (one set per thread; the arrays returned are views of
-        them)."""
+        a pop can take (exits the walk need not visit). One kernel call
+        (:func:`._survival.plan_state_packed`). ``out``: buffers from :meth:`plan_buffers` to write
+        into (one set per thread; the arrays returned are views of them)."""
         take, starts, ends, exits = out if out is not None else self.plan_buffers()
         p = self.plan_arrays(rtn)
         n, ne = plan_state_packed(state, *rtn.step_pack, self.plan_params, p.tables, p.lower, p.memo, take,
