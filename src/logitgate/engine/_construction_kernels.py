@@ -917,3 +917,22 @@ def build_reduced_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, 
     if t.shape[0] == 0:  # (an empty language: left as built)
         return status, ns, trans, final, cs, cr, cd, np.arange(ncls, dtype=np.int64), False
     return status, ns, t, f, cs2, cr2, cd2, group, True
+
+
+@njit(nogil=True, cache=True)
+def classes_and_reduced_dfa(set_words, prog, lit_pool, nlit, emb_info, emb_trans, emb_final, emb_mask,
+                            max_nfa_states, max_dfa_states, reduce):
+    """:func:`byte_classes` of the program's sets and literals (the first ``nlit`` bytes of
+    ``lit_pool``), then :func:`build_reduced_dfa` over them: one call where a determinization made
+    two (a kernel call from Python pays for its arguments and, cold, for its dispatch: the first
+    of a compile ~20 µs). Returns ``(status, nfa_states, trans, final, call_src, call_rule,
+    call_dst, byte_class, reduced)``, ``byte_class`` the DFA's (classes merged by minimization
+    applied)."""
+    byte_class, mask_ptr, mask_cls, ncls = byte_classes(set_words, lit_pool, nlit)
+    status, ns, t, f, cs, cr, cd, group, reduced = build_reduced_dfa(
+        prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr, mask_cls, ncls, max_nfa_states,
+        max_dfa_states, reduce)
+    if reduce == REDUCE_MINIMIZE and reduced:
+        for b in range(256):
+            byte_class[b] = group[byte_class[b]]
+    return status, ns, t, f, cs, cr, cd, byte_class, reduced

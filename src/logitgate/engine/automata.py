@@ -346,13 +346,9 @@ class Program:
         self.ops += (K.OP_EMBED, len(self.embeds))
         self.embeds.append((dfa, None))  # (its classes' set ids: made by determinize, if it needs them)
 
-    def _classes(self, lit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """Coarsest byte classes refining every mask used and isolating the bytes of the literal
-        pool ``lit`` (its first ``len(self.lit)`` bytes); ``(byte_class, mask_ptr, mask_cls, ncls)``."""
-        # (each mask as 4 little-endian 64-bit words)
-        packed = b"".join([m.to_bytes(32, "little") for m in self.sets])
-        words = np.frombuffer(packed, dtype="<u8").reshape(-1, 4)
-        return K.byte_classes(words, lit, len(self.lit))
+    def _set_words(self) -> np.ndarray:
+        """The masks used, each as 4 little-endian 64-bit words (:func:`._construction_kernels.byte_classes`)."""
+        return np.frombuffer(b"".join([m.to_bytes(32, "little") for m in self.sets]), dtype="<u8").reshape(-1, 4)
 
     def determinize(self, max_nfa_states: int, max_dfa_states: int,
                     reduce: str | None = None) -> tuple[DFA, int]:
@@ -378,8 +374,8 @@ class Program:
         # the set ids of embedded automata's classes (not made for a program that is one embed, above)
         self.embeds = [(d, [self._set_id(m) for m in d.classes] if ids is None else ids) for d, ids in self.embeds]
         lit = np.frombuffer(bytes(self.lit) or b"\0", dtype=np.uint8)
-        byte_class, mask_ptr, mask_cls, ncls = self._classes(lit)
         if self._literals is not None:  # a set of literals alone
+            byte_class, _, _, ncls = K.byte_classes(self._set_words(), lit, len(self.lit))
             trans, final, group, nodes = K.literal_set_dfa(*self._literals[:3], byte_class, ncls)
             if nodes + 1 > max_nfa_states:
                 raise LimitExceededError(f"grammar automaton exceeds {max_nfa_states} NFA states",
@@ -404,16 +400,15 @@ class Program:
             embedded = (info, np.concatenate(tr), np.concatenate(fi), np.concatenate(mk))
         else:  # (most programs: no And/Not operand or Special automaton)
             embedded = _NO_EMBEDS
-        how = _REDUCE[reduce]
-        status, nfa_states, trans, final, c_src, c_rule, c_dst, group, reduced = K.build_reduced_dfa(
-            np.asarray(self.ops, dtype=np.int32), lit,
-            *embedded, mask_ptr, mask_cls, ncls, max_nfa_states, max_dfa_states, how)
+        # classes, subset construction and reduction in one kernel call (classes merged by
+        # minimization come back applied to the byte classes: see minimize)
+        status, nfa_states, trans, final, c_src, c_rule, c_dst, byte_class, reduced = K.classes_and_reduced_dfa(
+            self._set_words(), np.asarray(self.ops, dtype=np.int32), lit, len(self.lit), *embedded,
+            max_nfa_states, max_dfa_states, _REDUCE[reduce])
         if status == K.NFA_LIMIT:
             raise LimitExceededError(f"grammar automaton exceeds {max_nfa_states} NFA states", limit="max_nfa_states")
         if status == K.DFA_LIMIT:
             raise LimitExceededError(f"grammar automaton exceeds {max_dfa_states} DFA states", limit="max_dfa_states")
-        if how == K.REDUCE_MINIMIZE and reduced:
-            byte_class = group[byte_class].astype(np.int32)  # (classes merged: see minimize)
         out = DFA(byte_class, trans, final.view(bool), c_src, c_rule, c_dst, 0)
         if reduced:
             out.__dict__["_trimmed"] = True
