@@ -908,22 +908,33 @@ def _is_wordb(node: _Node) -> bool:
     return isinstance(node, _Assert) and node.kind == "wordb"
 
 
-def _estimate(e: Expr, memo: dict[int, int]) -> int:
+#: :func:`_estimate`'s results by node id, the node held (so the id stays its own) -- kept between
+#: patterns: the IR of a character (class) is shared by every pattern that uses it (``encode_chars``
+#: is cached), and walking its escapes and UTF-8 forms again was a quarter of translating a pattern
+#: such as ``^(.*?)\.txt$`` (118 -> 89 µs). Bounded: cleared when full.
+_ESTIMATES: dict[int, tuple[Expr, int]] = {}
+_ESTIMATES_CAP = 1 << 14
+
+
+def _estimate(e: Expr) -> int:
     """Byte positions (literal bytes and byte sets) in ``e`` with counted repeats multiplied out."""
-    key = id(e)
-    if key in memo:
-        return memo[key]
-    if isinstance(e, Bytes):
-        n = len(e.value)
-    elif isinstance(e, ByteSet):
-        n = 1
-    elif isinstance(e, Repeat):
-        n = _estimate(e.item, memo) * max(1, e.max if e.max is not None else e.min + 1)
+    t = type(e)
+    if t is Bytes:
+        return len(e.value)  # type: ignore[attr-defined]
+    if t is ByteSet:
+        return 1
+    hit = _ESTIMATES.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    if t is Repeat:
+        n = _estimate(e.item) * max(1, e.max if e.max is not None else e.min + 1)  # type: ignore[attr-defined]
     else:
         n = 0
         for x in e.children():
-            n += len(x.value) if type(x) is Bytes else _estimate(x, memo)  # type: ignore[attr-defined]
-    memo[key] = n
+            n += _estimate(x)
+    if len(_ESTIMATES) >= _ESTIMATES_CAP:
+        _ESTIMATES.clear()
+    _ESTIMATES[id(e)] = (e, n)
     return n
 
 
@@ -964,7 +975,7 @@ def regex_expr(
     node = _Parser(pattern, ignorecase or fi, dotall or fs, max_repeat).parse()
     encode = encode_chars if encode_chars is not None else codepoint_ranges_expr
     expr = _Translator(pattern, encode).top(node, search)
-    size = _estimate(expr, {})
+    size = _estimate(expr)
     if size > max_size:
         raise LimitExceededError(
             f"regex {pattern!r} expands to about {size} byte positions", limit=f"max_size={max_size}"
