@@ -488,3 +488,18 @@ def test_random_grammars_round_trip(bodies, root):
     text = format_grammar(g)
     assert parse_ebnf(text) == g, text
     assert format_grammar(parse_ebnf(text)) == text
+
+
+def test_reachable_is_remembered_and_other_roots_still_trim() -> None:
+    """A grammar known to hold only rules reachable from its root is its own ``reachable()`` (the
+    compile asks again for a front-end's trimmed grammar); another root still trims."""
+    g = Grammar({"root": Seq((Bytes(b"a"), Ref("b"))), "b": Bytes(b"b"), "c": Bytes(b"c")}, root="root")
+    r = g.reachable()
+    assert set(r.rules) == {"root", "b"} and r.reachable() is r
+    sub = r.reachable("b")
+    assert set(sub.rules) == {"b"} and sub.root == "b" and sub.reachable() is sub
+    full = Grammar({"root": Ref("b"), "b": Bytes(b"b")})
+    assert full.reachable() is full and full.reachable() is full
+    assert set(full.reachable("b").rules) == {"b"}
+    assert set(g.reachable().rules) == {"root", "b"}  # (the original keeps its unreachable rule)
+    assert set(g.rules) == {"root", "b", "c"}

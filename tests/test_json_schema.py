@@ -885,3 +885,19 @@ def test_maskbench_sample_converts_and_accepts_valid_tests():
                 continue
             assert (find_accepted(g, data, False) is not None) == t["valid"], (f.name, text)
     assert converted >= 0.85 * len(files)
+
+
+def test_a_pattern_translated_once_per_process_is_refused_where_each_schema_writes_it() -> None:
+    """Patterns are translated once per process (schemas repeat them); one that cannot be compiled
+    is refused again in every schema, naming that schema's keyword and pointer, and one that can
+    gives every schema the same language."""
+    bad = "(?<=a)b"  # (a lookbehind)
+    for name in ("first", "second"):
+        with pytest.raises(SchemaError) as info:
+            json_schema_grammar({"properties": {name: {"type": "string", "pattern": bad}}})
+        assert info.value.keyword == "pattern" and info.value.pointer == f"#/properties/{name}"
+    for name in ("first", "second"):
+        g = json_schema_grammar({"type": "object",
+                                 "properties": {name: {"type": "string", "pattern": "^[a-c]+$"}}})
+        assert accepts(g, json.dumps({name: "abca"}).encode())
+        assert not accepts(g, json.dumps({name: "abd"}).encode())

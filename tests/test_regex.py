@@ -441,6 +441,32 @@ def test_limits() -> None:
     assert g.rules["root"] == Repeat(Bytes(b"a"), 10000, 10000)
 
 
+def test_size_estimates_kept_between_patterns_count_as_a_fresh_walk() -> None:
+    """The size check keeps its estimates of the subexpressions patterns share (character classes'
+    JSON encodings): each pattern's estimate equals a walk of its own expression, and a pattern over
+    the limit is refused again however much of it was estimated before."""
+    from logitgate.grammar.json_schema.strings import encode_chars
+    from logitgate.grammar.regex import _estimate
+
+    def walk(e) -> int:
+        if type(e) is Bytes:
+            return len(e.value)
+        if type(e) is ByteSet:
+            return 1
+        if type(e) is Repeat:
+            return walk(e.item) * max(1, e.max if e.max is not None else e.min + 1)
+        return sum(walk(x) for x in e.children())
+
+    for pattern in ("^[a-z]{3}$", "[a-z]{3}x[0-9]+", "(.*)\\.txt", "^[a-z]{3}$", "é{2,4}[^a-c]"):
+        e = regex_expr(pattern, search=True, encode_chars=encode_chars)
+        assert _estimate(e) == walk(e) > 0, pattern
+    limit = walk(regex_expr("[a-z]{40}", encode_chars=encode_chars))  # (the class's estimate is kept)
+    assert regex_expr("[a-z]{40}", encode_chars=encode_chars, max_size=limit) is not None
+    for _ in range(2):
+        with pytest.raises(LimitExceededError):
+            regex_expr("[a-z]{41}", encode_chars=encode_chars, max_size=limit)
+
+
 def test_grammar_api() -> None:
     g = Grammar.from_regex("[0-9]+", search=False)
     assert g == regex_grammar("[0-9]+") and g.root == "root"

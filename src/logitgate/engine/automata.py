@@ -347,8 +347,10 @@ class Program:
         self.embeds.append((dfa, None))  # (its classes' set ids: made by determinize, if it needs them)
 
     def _set_words(self) -> np.ndarray:
-        """The masks used, each as 4 little-endian 64-bit words (:func:`._construction_kernels.byte_classes`)."""
-        return np.frombuffer(b"".join([m.to_bytes(32, "little") for m in self.sets]), dtype="<u8").reshape(-1, 4)
+        """The masks used, each as 4 little-endian 64-bit words (what
+        :func:`._construction_kernels.byte_classes` reads)."""
+        packed = b"".join([m.to_bytes(32, "little") for m in self.sets])
+        return np.frombuffer(packed, dtype="<u8").reshape(-1, 4)
 
     def determinize(self, max_nfa_states: int, max_dfa_states: int,
                     reduce: str | None = None) -> tuple[DFA, int]:
@@ -402,9 +404,10 @@ class Program:
             embedded = _NO_EMBEDS
         # classes, subset construction and reduction in one kernel call (classes merged by
         # minimization come back applied to the byte classes: see minimize)
-        status, nfa_states, trans, final, c_src, c_rule, c_dst, byte_class, reduced = K.classes_and_reduced_dfa(
-            self._set_words(), np.asarray(self.ops, dtype=np.int32), lit, len(self.lit), *embedded,
-            max_nfa_states, max_dfa_states, _REDUCE[reduce])
+        ops = np.asarray(self.ops, dtype=np.int32)
+        built = K.classes_and_reduced_dfa(self._set_words(), ops, lit, len(self.lit), *embedded,
+                                          max_nfa_states, max_dfa_states, _REDUCE[reduce])
+        status, nfa_states, trans, final, c_src, c_rule, c_dst, byte_class, reduced = built
         if status == K.NFA_LIMIT:
             raise LimitExceededError(f"grammar automaton exceeds {max_nfa_states} NFA states", limit="max_nfa_states")
         if status == K.DFA_LIMIT:

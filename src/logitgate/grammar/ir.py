@@ -588,7 +588,7 @@ class Grammar:
     Construction validates names and references and normalizes every rule.
     """
 
-    __slots__ = ("_boolean_refs", "_hash", "_refs", "_root", "_rules", "_trimmed")
+    __slots__ = ("_boolean_refs", "_hash", "_reachable_only", "_refs", "_root", "_rules")
 
     def __init__(self, rules: Mapping[str, Expr] | Sequence[tuple[str, Expr]], root: str = "root"):
         items = list(rules.items()) if isinstance(rules, Mapping) else list(rules)
@@ -619,7 +619,7 @@ class Grammar:
         self._rules = MappingProxyType(normalized)
         self._root = root
         self._hash: int | None = None
-        self._trimmed = False  # (known to hold only rules reachable from the root: see reachable)
+        self._reachable_only = False  # (known to hold only rules reachable from the root: see reachable)
 
     # -- accessors
     @property
@@ -663,7 +663,7 @@ class Grammar:
         """The same grammar without rules unreachable from the root (or from rule ``root``, which
         then is the root)."""
         root = self._root if root is None else root
-        if root == self._root and self._trimmed:  # (a front-end's grammar, asked again by the compile)
+        if root == self._root and self._reachable_only:  # (a front-end's grammar, asked again by the compile)
             return self
         if root not in self._rules:
             raise GrammarError(f"root rule {root!r} is not defined")
@@ -675,7 +675,7 @@ class Grammar:
                     seen.add(ref)
                     stack.append(ref)
         if len(seen) == len(self._rules) and root == self._root:
-            self._trimmed = True
+            self._reachable_only = True
             return self
         # (the rules are valid and normal already: the subset is taken as it is -- copies less the
         # few rules left out, when they are few)
@@ -688,7 +688,7 @@ class Grammar:
         sub._boolean_refs = MappingProxyType(boolean_refs)
         sub._root = root
         sub._hash = None
-        sub._trimmed = True
+        sub._reachable_only = True
         return sub
 
     def with_root(self, root: str) -> Grammar:

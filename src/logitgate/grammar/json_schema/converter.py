@@ -100,13 +100,13 @@ _STRUCTURE_KWS = frozenset({
     "uniqueItems", "unevaluatedItems"})
 
 
-
 @lru_cache(maxsize=1024)
 def _search_expr(pattern: str) -> Expr:
     """The search language of ``pattern`` over JSON string content, kept process-wide: of the 333
     patterns in 300 MaskBench schemas, 159 are repeats (``.*``, ``^(.*)$``, UUIDs, identifiers),
     and an expression is immutable (a refused pattern raises again: errors are not kept)."""
     return regex_expr(pattern, search=True, encode_chars=encode_chars)
+
 
 class Converter:
     """Converts one root schema; :meth:`grammar_rules` returns the rules and the root expression."""
