@@ -459,7 +459,7 @@ def test_size_estimates_kept_between_patterns_count_as_a_fresh_walk() -> None:
 
     for pattern in ("^[a-z]{3}$", "[a-z]{3}x[0-9]+", "(.*)\\.txt", "^[a-z]{3}$", "é{2,4}[^a-c]"):
         e = regex_expr(pattern, search=True, encode_chars=encode_chars)
-        assert _estimate(e) == walk(e) > 0, pattern
+        assert _estimate(e, {}) == walk(e) > 0, pattern
     limit = walk(regex_expr("[a-z]{40}", encode_chars=encode_chars))  # (the class's estimate is kept)
     assert regex_expr("[a-z]{40}", encode_chars=encode_chars, max_size=limit) is not None
     for _ in range(2):

@@ -792,6 +792,7 @@ class _Translator:
         e = self.memo.get(ranges)
         if e is None:
             e = self.memo[ranges] = self.encode(ranges) if ranges else NOTHING
+            _remember_estimate(e)
         return e
 
     def tr(self, node: _Node) -> _Classes:
@@ -908,34 +909,46 @@ def _is_wordb(node: _Node) -> bool:
     return isinstance(node, _Assert) and node.kind == "wordb"
 
 
-#: :func:`_estimate`'s results by node id, the node held (so the id stays its own) -- kept between
-#: patterns: the IR of a character (class) is shared by every pattern that uses it (``encode_chars``
-#: is cached), and walking its escapes and UTF-8 forms again was a quarter of translating a pattern
-#: such as ``^(.*?)\.txt$`` (118 -> 92 µs). Bounded: cleared when full.
-_ESTIMATES: dict[int, tuple[Expr, int]] = {}
-_ESTIMATES_CAP = 1 << 14
+#: :func:`_estimate`'s results for the expressions of characters (what ``encode_chars`` gives), by
+#: id, the expression held (so the id stays its own): an encoder such as the JSON Schema one is
+#: cached, so every pattern that uses a class shares its expression, and walking its escapes and
+#: UTF-8 forms again was a quarter of translating a pattern such as ``^(.*?)\.txt$`` (118 -> 92 µs).
+#: Only these are kept (a pattern's own nodes are not held past its translation); bounded.
+_CHAR_ESTIMATES: dict[int, tuple[Expr, int]] = {}
+_CHAR_ESTIMATES_CAP = 1024
 
 
-def _estimate(e: Expr) -> int:
+def _remember_estimate(e: Expr) -> None:
+    """Keep the estimate of a character's expression (see ``_CHAR_ESTIMATES``)."""
+    hit = _CHAR_ESTIMATES.get(id(e))
+    if hit is None or hit[0] is not e:
+        if len(_CHAR_ESTIMATES) >= _CHAR_ESTIMATES_CAP:
+            _CHAR_ESTIMATES.clear()
+        _CHAR_ESTIMATES[id(e)] = (e, _estimate(e, {}))
+
+
+def _estimate(e: Expr, memo: dict[int, int]) -> int:
     """Byte positions (literal bytes and byte sets) in ``e`` with counted repeats multiplied out."""
     t = type(e)
     if t is Bytes:
         return len(e.value)  # type: ignore[attr-defined]
     if t is ByteSet:
         return 1
-    hit = _ESTIMATES.get(id(e))
+    key = id(e)
+    n = memo.get(key)
+    if n is not None:
+        return n
+    hit = _CHAR_ESTIMATES.get(key)
     if hit is not None and hit[0] is e:
         return hit[1]
     if t is Repeat:
         hi = e.max if e.max is not None else e.min + 1  # type: ignore[attr-defined]
-        n = _estimate(e.item) * max(1, hi)  # type: ignore[attr-defined]
+        n = _estimate(e.item, memo) * max(1, hi)  # type: ignore[attr-defined]
     else:
         n = 0
         for x in e.children():
-            n += _estimate(x)
-    if len(_ESTIMATES) >= _ESTIMATES_CAP:
-        _ESTIMATES.clear()
-    _ESTIMATES[id(e)] = (e, n)
+            n += _estimate(x, memo)
+    memo[key] = n
     return n
 
 
@@ -976,7 +989,7 @@ def regex_expr(
     node = _Parser(pattern, ignorecase or fi, dotall or fs, max_repeat).parse()
     encode = encode_chars if encode_chars is not None else codepoint_ranges_expr
     expr = _Translator(pattern, encode).top(node, search)
-    size = _estimate(expr)
+    size = _estimate(expr, {})
     if size > max_size:
         raise LimitExceededError(
             f"regex {pattern!r} expands to about {size} byte positions", limit=f"max_size={max_size}"
