@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from engine_cases import CASES, arithmetic, small_vocab
 from logitgate import GrammarCompiler, GrammarMatcher, TokenizerInfo, allocate_token_bitmask, bitmask_to_ids
+from logitgate.engine.matcher import _PLAIN
 from logitgate.grammar.ir import Grammar, lit, seq
 
 SAMPLES = CASES[0].samples
@@ -216,3 +217,43 @@ def test_the_scratch_buffers_python_reads_are_the_ones_the_kernels_slice() -> No
     for a, b in zip(named, sliced, strict=True):
         assert a.shape == b.shape
         assert a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_plain_steps_in_python_leave_the_configuration_the_kernel_leaves(case) -> None:
+    """A token from one stack whose states only take plain DFA steps is stepped in Python (the step
+    kernel's first case, and its pops of dead ends at the end); at every step of random walks, for
+    every token, the result -- rejected, or the stack and whether it can end -- is the kernel's."""
+    info = small_vocab(case.samples)
+    cg = GrammarCompiler(info).compile_grammar(case.grammar())
+    rng = random.Random(7)
+    plain_steps = 0
+    for _ in range(4):
+        m = GrammarMatcher(cg)
+        for _ in range(25):
+            if m._top.shape[0] == 1 and m._plain[2][m._top.item(0)]:
+                for t in range(info.num_tokens):
+                    if t in m._stop_set or not m._rt.in_trie[t]:
+                        continue
+                    fast = m._advance_plain(m._rt.info.token_bytes[t])
+                    if fast is _PLAIN:
+                        continue
+                    slow = m._advance(m._rt.token_data(t))
+                    assert (fast is None) == (slow is None), (case.name, t)
+                    if fast is not None:
+                        plain_steps += 1
+                        assert fast[0].tolist() == slow[0].tolist() and fast[1].tolist() == slow[1].tolist()
+                        probe = m.fork()
+                        probe._top, probe._par, probe._can_end = fast
+                        assert probe.can_terminate() == slow[2], (case.name, t)
+            allowed = sorted(set(bitmask_ids(m)) - set(m._stop_set))
+            if not allowed:
+                break
+            assert m.accept_token(rng.choice(allowed))
+    assert plain_steps  # (the Python path was taken)
+
+
+def bitmask_ids(m: GrammarMatcher) -> list[int]:
+    bm = allocate_token_bitmask(1, m._rt.vocab_size)
+    m.fill_next_token_bitmask(bm)
+    return bitmask_to_ids(bm[0], m._rt.vocab_size).tolist()
