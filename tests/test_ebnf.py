@@ -499,7 +499,7 @@ def test_reachable_is_remembered_and_other_roots_still_trim() -> None:
     sub = r.reachable("b")
     assert set(sub.rules) == {"b"} and sub.root == "b" and sub.reachable() is sub
     full = Grammar({"root": Ref("b"), "b": Bytes(b"b")})
-    assert full.reachable() is full and full.reachable() is full
+    assert full.reachable() is full and full.reachable() is full  # (found by a walk, then remembered)
     assert set(full.reachable("b").rules) == {"b"}
     assert set(g.reachable().rules) == {"root", "b"}  # (the original keeps its unreachable rule)
     assert set(g.rules) == {"root", "b", "c"}

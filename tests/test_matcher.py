@@ -21,9 +21,10 @@ STOP = INFO.stop_token_ids[0]
 
 
 def mask_of(m: GrammarMatcher) -> frozenset[int]:
-    bm = allocate_token_bitmask(1, INFO.vocab_size)
+    vocab_size = m.compiled_grammar.tokenizer_info.vocab_size
+    bm = allocate_token_bitmask(1, vocab_size)
     m.fill_next_token_bitmask(bm)
-    return frozenset(bitmask_to_ids(bm[0], INFO.vocab_size).tolist())
+    return frozenset(bitmask_to_ids(bm[0], vocab_size).tolist())
 
 
 def random_tokens(m: GrammarMatcher, rng: random.Random, n: int) -> list[int]:
@@ -246,14 +247,8 @@ def test_plain_steps_in_python_leave_the_configuration_the_kernel_leaves(case) -
                         probe = m.fork()
                         probe._top, probe._par, probe._can_end = fast
                         assert probe.can_terminate() == slow[2], (case.name, t)
-            allowed = sorted(set(bitmask_ids(m)) - set(m._stop_set))
+            allowed = sorted(mask_of(m) - m._stop_set)
             if not allowed:
                 break
             assert m.accept_token(rng.choice(allowed))
     assert plain_steps  # (the Python path was taken)
-
-
-def bitmask_ids(m: GrammarMatcher) -> list[int]:
-    bm = allocate_token_bitmask(1, m._rt.vocab_size)
-    m.fill_next_token_bitmask(bm)
-    return bitmask_to_ids(bm[0], m._rt.vocab_size).tolist()

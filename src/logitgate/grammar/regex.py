@@ -792,7 +792,8 @@ class _Translator:
         e = self.memo.get(ranges)
         if e is None:
             e = self.memo[ranges] = self.encode(ranges) if ranges else NOTHING
-            _remember_estimate(e)
+            if self.encode is not codepoint_ranges_expr:  # (plain UTF-8 is made anew each time: no sharing)
+                _remember_estimate(e)
         return e
 
     def tr(self, node: _Node) -> _Classes:
