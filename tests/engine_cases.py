@@ -118,6 +118,13 @@ def many_optional_members() -> Grammar:
                                      "additionalProperties": {"type": "boolean"}})
 
 
+def ambiguous_closers() -> Grammar:
+    """A closer that may end the inner or the outer of two nested rules (``a a x z``: two stacks,
+    one state with two parents)."""
+    return Grammar({"root": seq(Ref("a"), lit(";")),
+                    "a": alt(seq(lit("a"), Ref("a"), repeat(lit("z"), 0, 1)), lit("x"))})
+
+
 CASES = [
     Case("arithmetic", arithmetic, ["12+(3.5*-4)/7", "((1))", "-(2-3)*10.25"]),
     Case("json_like", json_like, ['{"a": [1, 2.5e3, {"b": null}], "c": "x\\"y\\u00e9 ✓"}', '[true,false, "ünï"]',
@@ -133,6 +140,7 @@ CASES = [
          ['"abcdefghijklmnopqrstuvwx","12345678";', '"\\u00e9\u00e9abc\\n\U0001F600xyz\\"",\"abcdefghijklmnopqrstuvwxyz0123456789\";',
           '"aaaaaaaaa","\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9";']),
     Case("tail_chains", tail_chains, ["[x,<ab>;([x]),x];", "[];", "[([x,<>]),x];"]),
+    Case("ambiguous_closers", ambiguous_closers, ["aaxzz;", "aaaxz;", "ax;", "aaxz;"]),
     Case("many_optional_members", many_optional_members,
          ['{"k1": 1, "k3": 22, "k9": 3, "k12": 4, "k19": 5, "x": true}', '{"k3":0,"k12":1}']),
 ]

@@ -222,25 +222,25 @@ class CompiledGrammar:
         # same tokens as another resolves as that one does.
         if self.rtn.layers:
             top = self._representative(top)
-        ps, pp = pool.state, pool.parent
+        ps, pp, _ = pool.views
         node = self._ctx.get(top)
         p = parent
         while node is not None:
-            hit = node.get(ps.item(p) if p >= 0 else _BOTTOM_KEY)
+            hit = node.get(ps[p] if p >= 0 else _BOTTOM_KEY)
             if type(hit) is not dict:
                 if hit is not None:
                     return hit
                 break
             node = hit
-            p = pp.item(p) if p >= 0 else p
+            p = pp[p] if p >= 0 else p
         rt = self._runtime
         ids, min_depth = resolve_context(self.state_mask(top), parent, self.rtn, rt.slices, pool, rt.scratch())
         k = int(pool.depth[parent]) - min_depth + 1
         path: list[int] = []
         p = parent
         for _ in range(k):
-            path.append(ps.item(p))
-            p = pp.item(p)
+            path.append(ps[p])
+            p = pp[p]
         if p < 0:
             path.append(_BOTTOM_KEY)
         if self._ctx_size + len(path) > self._ctx_limit:

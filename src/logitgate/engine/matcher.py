@@ -48,6 +48,8 @@ class FramePool:
         #: frame states, parents and depths as the rows of one array (one argument of a kernel)
         self.block = block
         self.state, self.parent, self.depth = block
+        #: the same rows as memoryviews (read and written from Python: ~35 ns an item, ~90 through numpy)
+        self.views = tuple(memoryview(row) for row in block)
 
     def reserve(self, extra: int) -> None:
         need = self.size + extra
@@ -201,28 +203,94 @@ class GrammarMatcher:
         return sc.out_top[:n].copy(), sc.out_par[:n].copy(), can_end
 
     def _advance_plain(self, data: bytes) -> tuple[np.ndarray, np.ndarray, None] | object | None:
-        """:meth:`_advance` for one stack whose states along ``data`` only take plain DFA steps (no
-        call, no pop but the pops of dead ends after the last byte: what the step kernel does
-        first), in Python; ``_PLAIN`` where a state on the way is not such a state (the kernel then
-        steps the token). A kernel call's arguments cost ~1.8 µs, a byte stepped here ~0.15."""
-        trans, byte_class, simple, dead_end, _, ncls = self._plain
+        """:meth:`_advance` for one stack when no byte of ``data`` leaves more than one stack, in
+        Python: plain DFA steps, calls (their return frames kept aside until the token is read
+        whole, then written to the pool as the kernel persists them), pops, and after the last byte
+        the pops of dead ends -- what the step kernel does for such a stack; ``_PLAIN`` where a byte
+        forks the stack (the kernel then steps the token). A kernel call's arguments cost ~1.8 µs, a
+        plain byte stepped here ~0.15."""
+        (trans, byte_class, simple, dead_end, final, ncls,
+         chain_ptr, chain_target, push_ptr, push) = self._plain
         t = self._top.item(0)
+        p = _UNREAD
+        ps = pp = None
+        new_s: list[int] = []  # frames pushed by this token: ids _ARENA + k (as the kernel's arena)
+        new_p: list[int] = []
         for b in data:
-            if not simple[t]:
-                return _PLAIN
-            t = trans[t * ncls + byte_class[b]]
+            if simple[t]:
+                t = trans[t * ncls + byte_class[b]]
+                if t < 0:
+                    return None
+                continue
+            # a state that may call or pop: every way it can read the byte, as the step kernel's work
+            # list explores them (a pop goes on in the caller's state), must come to one stack
+            c = byte_class[b]
+            if p == _UNREAD:
+                p = self._par.item(0)
+                ps, pp, _ = self._pool.views
+            s, q = t, p
+            t = j = -1
+            while True:
+                nt = trans[s * ncls + c]
+                if nt >= 0:
+                    if t >= 0:
+                        return _PLAIN  # (two stacks, unless the kernel finds them the same)
+                    t, p = nt, q
+                for k in range(chain_ptr[s], chain_ptr[s + 1]):
+                    nt = trans[chain_target[k] * ncls + c]
+                    if nt >= 0:
+                        if t >= 0:
+                            return _PLAIN
+                        t, p, j = nt, q, k
+                if not final[s] or q < 0:
+                    break
+                if q >= _ARENA:
+                    s, q = new_s[q - _ARENA], new_p[q - _ARENA]
+                else:
+                    s, q = ps[q], pp[q]  # type: ignore[index]
             if t < 0:
                 return None
-        par = self._par
-        if dead_end[t]:  # (only a pop can follow: the caller's state, as the kernel leaves it)
+            if j >= 0:  # entered through a call chain: its return frames, outermost first
+                for k in range(push_ptr[j], push_ptr[j + 1]):
+                    new_s.append(push[k])
+                    new_p.append(p)
+                    p = _ARENA + len(new_s) - 1
+        if p == _UNREAD:
+            par = self._par
+            if not dead_end[t]:
+                return np.array([t], dtype=np.int32), par, None
             p = par.item(0)
-            if p >= 0:
-                pool = self._pool
-                ps, pp = pool.state, pool.parent
-                while dead_end[t] and p >= 0:
-                    t, p = ps.item(p), pp.item(p)
-                par = np.array([p], dtype=np.int32)
-        return np.array([t], dtype=np.int32), par, None
+            ps, pp, _ = self._pool.views
+        while dead_end[t] and p >= 0:  # (only a pop can follow: the caller's state, as the kernel leaves it)
+            if p >= _ARENA:
+                t, p = new_s[p - _ARENA], new_p[p - _ARENA]
+            else:
+                t, p = ps[p], pp[p]  # type: ignore[index]
+        if p >= _ARENA:
+            p = self._persist(p, new_s, new_p)
+        return np.array([t], dtype=np.int32), np.array([p], dtype=np.int32), None
+
+    def _persist(self, p: int, new_s: list[int], new_p: list[int]) -> int:
+        """Write the frames below ``p`` that :meth:`_advance_plain` pushed into the pool (callers
+        first, as :func:`._walk.persist` does); returns ``p``'s index there."""
+        chain = []
+        while p >= _ARENA:
+            chain.append(p - _ARENA)
+            p = new_p[p - _ARENA]
+        pool = self._pool
+        with pool.lock:
+            free = pool.size
+            if free + len(chain) > len(pool.views[0]):
+                pool.reserve(len(chain))
+            ps, pp, pd = pool.views
+            depth = 0 if p < 0 else pd[p]
+            for a in reversed(chain):
+                depth += 1
+                ps[free], pp[free], pd[free] = new_s[a], p, depth
+                p = free
+                free += 1
+            pool.size = free
+        return p
 
     def accept_token(self, token_id: int) -> bool:
         """Advance by one token; False (state unchanged) if the grammar forbids it."""
@@ -239,7 +307,7 @@ class GrammarMatcher:
         if not (0 <= token_id < rt.vocab_size) or not rt.in_trie[token_id]:
             return False
         res = _PLAIN
-        if self._top.shape[0] == 1 and self._plain[2][self._top.item(0)]:  # (one stack, a plain state)
+        if self._top.shape[0] == 1:  # (one stack: most steps)
             res = self._advance_plain(rt.info.token_bytes[token_id])
         if res is _PLAIN:
             res = self._advance(rt.token_data(token_id))
@@ -392,16 +460,21 @@ class GrammarMatcher:
 
 #: :meth:`GrammarMatcher._advance_plain` could not step the token (the kernel does)
 _PLAIN = object()
+_UNREAD = -3  # (the stack's parent, not read yet; -1 and -2 are _walk's BOTTOM and EXIT)
+_ARENA = _walk.ARENA
 
 
-def _plain_views(rtn) -> tuple[memoryview, memoryview, memoryview, memoryview, memoryview, int]:
-    """``(trans, byte_class, simple, dead_end, final, class count)`` of ``rtn`` as memoryviews (an index
-    read from Python: ~35 ns, ~90 through numpy), made once per grammar."""
+def _plain_views(rtn) -> tuple:
+    """``(trans, byte_class, simple, dead_end, final, class count, chain_ptr, chain_target,
+    chain_push_ptr, chain_push)`` of ``rtn``, the arrays as memoryviews (an index read from Python:
+    ~35 ns, ~90 through numpy), made once per grammar."""
     v = rtn.__dict__.get("_plain_views")
     if v is None:
         v = rtn.__dict__["_plain_views"] = (memoryview(rtn.trans), memoryview(rtn.byte_class),
                                             memoryview(rtn.simple), memoryview(rtn.dead_end),
-                                            memoryview(rtn.final), int(rtn.num_classes))
+                                            memoryview(rtn.final), int(rtn.num_classes),
+                                            memoryview(rtn.chain_ptr), memoryview(rtn.chain_target),
+                                            memoryview(rtn.chain_push_ptr), memoryview(rtn.chain_push))
     return v
 
 
@@ -409,11 +482,11 @@ def _one_stack_can_end(top: int, par: int, final: memoryview, pool: FramePool) -
     """Whether the one stack ``(top, par)`` can end the grammar: its top and every frame below final."""
     if not final[top]:
         return False
-    ps, pp = pool.state, pool.parent
+    ps, pp, _ = pool.views
     while par >= 0:
-        if not final[ps.item(par)]:
+        if not final[ps[par]]:
             return False
-        par = pp.item(par)
+        par = pp[par]
     return True
 
 
