@@ -100,6 +100,17 @@ def _write_set(row, kind, data, overwrite, base):
             row[w] |= full[w]
 
 
+@njit(nogil=True, cache=True)
+def _write_row(row, kind, data, base, more, stops):
+    """``row`` set to a token set (:func:`_write_set`), then the bits of the ids ``more`` and ``stops``
+    set: a one-stack mask (its state's set, its context's tokens, the stop tokens) in one call."""
+    _write_set(row, kind, data, True, base)
+    for ids in (more, stops):
+        for k in range(ids.shape[0]):
+            t = ids[k]
+            row[t >> 5] |= np.int32(1) << np.int32(t & 31)
+
+
 #: bit index of a power of two ``b`` (32 bits) at ``((b * 0x077CB531) mod 2**32) >> 27`` (de Bruijn)
 _BIT_INDEX = np.array([0, 1, 28, 2, 29, 14, 24, 3, 30, 22, 20, 15, 25, 17, 4, 8,
                        31, 27, 13, 23, 21, 19, 16, 7, 26, 12, 18, 6, 11, 5, 10, 9], dtype=np.int64)
@@ -350,6 +361,7 @@ def warm_kernels(num_words: int, trie_ids: np.ndarray) -> None:
     for kind in (TokenSetKind.BITSET, TokenSetKind.ACCEPTED, TokenSetKind.REJECTED):
         for overwrite in (True, False):
             _write_set(row, kind, row if kind == TokenSetKind.BITSET else ids, overwrite, base)
+    _write_row(row, TokenSetKind.ACCEPTED, ids, base, ids, ids)
     row[:] = 0
     _count_and_list(row, np.empty(1, dtype=np.int32))
     _row_to_ids(row, 0)  # the limit is the count: 0 bits set
