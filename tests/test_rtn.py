@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import logitgate as lg
-from engine_cases import small_vocab, tail_chains
+from engine_cases import CASES, small_vocab, tail_chains
 from logitgate.engine.rtn import compile_rtn
 from logitgate.grammar.ir import Grammar, Ref, alt, and_, byteset, lit, not_, repeat, seq
 
@@ -274,6 +274,24 @@ def test_digests_are_made_at_first_use(monkeypatch) -> None:
     assert rtn.rule_hash == eager and key == (eager[text], 0) and eager[text] is not None
     assert rtn.state_key(rtn.root_start) is None  # (the grammar's own root)
     assert calls == [1]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_a_grammar_all_in_a_cycle_with_its_root_has_no_digests_to_make(case, monkeypatch) -> None:
+    """Where every rule is in a cycle with a root built for the grammar, the compile already knows
+    every rule is the grammar's own; elsewhere the digests are made at first use. Either way they
+    are what digesting the assembled rules gives."""
+    from logitgate.engine import rtn as rtn_module
+
+    seen: list[tuple] = []
+    real = rtn_module._assemble
+    monkeypatch.setattr(rtn_module, "_assemble",
+                        lambda names, dfas, *a: seen.append((names, dfas)) or real(names, dfas, *a))
+    rtn = compile_rtn(case.grammar())
+    eager = rtn_module._rule_hashes(*seen[-1])
+    all_own = len(eager) > 1 and all(d is None for d in eager)
+    assert (rtn.digest_input is None) == all_own, case.name  # (arithmetic: all its own)
+    assert rtn.rule_hash == eager
 
 
 def test_digests_are_made_once_when_threads_ask_at_once(monkeypatch) -> None:

@@ -586,7 +586,15 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
                 d = d.with_calls(d.call_src, remap[d.call_rule], d.call_dst)
             rdfas.append(d)
 
-    return _assemble(names, rdfas, limits, nfa_states)
+    rtn = _assemble(names, rdfas, limits, nfa_states)
+    if "_named" not in rdfas[0].__dict__ and len(names) > 1:
+        # a root built for this grammar, every rule in a cycle with it (an expression grammar): all
+        # the grammar's own, no digest to make (:func:`_rule_hashes` would find so at a first mask)
+        cycle = next(set(comp) for comp in sccs if g.root in comp)
+        if cycle.issuperset(names):
+            rtn.__dict__["_rule_hash"] = [None] * len(names)
+            rtn.digest_input = None
+    return rtn
 
 
 @dataclass(frozen=True)
