@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from engine_cases import CASES, arithmetic, small_vocab
 from logitgate import GrammarCompiler, GrammarMatcher, TokenizerInfo, allocate_token_bitmask, bitmask_to_ids
-from logitgate.engine.matcher import _PLAIN
+from logitgate.engine.matcher import _KERNEL
 from logitgate.grammar.ir import Grammar, lit, seq
 
 SAMPLES = CASES[0].samples
@@ -242,7 +242,7 @@ def test_one_stack_steps_in_python_leave_the_configuration_the_kernel_leaves(cas
     info = small_vocab(case.samples)
     cg = GrammarCompiler(info).compile_grammar(case.grammar())
     rng = random.Random(7)
-    plain_steps = 0
+    python_steps = 0
     for _ in range(4):
         m = GrammarMatcher(cg)
         for _ in range(25):
@@ -250,13 +250,13 @@ def test_one_stack_steps_in_python_leave_the_configuration_the_kernel_leaves(cas
                 for t in range(info.num_tokens):
                     if t in m._stop_set or not m._rt.in_trie[t]:
                         continue
-                    fast = m._advance_plain(m._rt.info.token_bytes[t])
-                    if fast is _PLAIN:
+                    fast = m._advance_one(m._rt.info.token_bytes[t])
+                    if fast is _KERNEL:
                         continue
                     slow = m._advance(m._rt.token_data(t))
                     assert (fast is None) == (slow is None), (case.name, t)
                     if fast is not None:
-                        plain_steps += 1
+                        python_steps += 1
                         assert _stacks(m, *fast[:2]) == _stacks(m, *slow[:2]), (case.name, t)
                         probe, kernel = m.fork(), m.fork()
                         probe._top, probe._par, probe._can_end = fast
@@ -266,4 +266,4 @@ def test_one_stack_steps_in_python_leave_the_configuration_the_kernel_leaves(cas
             if not allowed:
                 break
             assert m.accept_token(rng.choice(allowed))
-    assert plain_steps  # (the Python path was taken)
+    assert python_steps  # (the Python path was taken)

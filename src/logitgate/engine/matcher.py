@@ -99,7 +99,7 @@ class GrammarMatcher:
         self._cg = compiled_grammar
         self._rt = compiled_grammar._runtime
         self._rtn = compiled_grammar.rtn
-        self._plain = _plain_views(self._rtn)
+        self._views = _matcher_views(self._rtn)
         if stop_token_ids is None:
             stop_token_ids = override_stop_tokens
         stops = self._rt.info.stop_token_ids if stop_token_ids is None else tuple(stop_token_ids)
@@ -148,7 +148,7 @@ class GrammarMatcher:
         c = self._can_end
         if c is None:
             if self._top.shape[0] == 1:  # (one stack, most steps: read here, not by a kernel call)
-                c = self._can_end = _one_stack_can_end(self._top.item(0), self._par.item(0), self._plain[4],
+                c = self._can_end = _one_stack_can_end(self._top.item(0), self._par.item(0), self._views[4],
                                                        self._pool)
             else:
                 c = self._can_end = bool(_walk.can_end(self._top, self._par, self._top.shape[0],
@@ -202,15 +202,15 @@ class GrammarMatcher:
                 can_end = bool(info[4])
         return sc.out_top[:n].copy(), sc.out_par[:n].copy(), can_end
 
-    def _advance_plain(self, data: bytes) -> tuple[np.ndarray, np.ndarray, None] | object | None:
+    def _advance_one(self, data: bytes) -> tuple[np.ndarray, np.ndarray, None] | object | None:
         """:meth:`_advance` for one stack when no byte of ``data`` leaves more than one stack, in
         Python: plain DFA steps, calls (their return frames kept aside until the token is read
         whole, then written to the pool as the kernel persists them), pops, and after the last byte
-        the pops of dead ends -- what the step kernel does for such a stack; ``_PLAIN`` where a byte
+        the pops of dead ends -- what the step kernel does for such a stack; ``_KERNEL`` where a byte
         forks the stack (the kernel then steps the token). A kernel call's arguments cost ~1.8 µs, a
         plain byte stepped here ~0.15."""
         (trans, byte_class, simple, dead_end, final, ncls,
-         chain_ptr, chain_target, push_ptr, push) = self._plain
+         chain_ptr, chain_target, push_ptr, push) = self._views
         t = self._top.item(0)
         p = _UNREAD
         ps = pp = None
@@ -234,13 +234,13 @@ class GrammarMatcher:
                 nt = trans[s * ncls + c]
                 if nt >= 0:
                     if t >= 0:
-                        return _PLAIN  # (two stacks, unless the kernel finds them the same)
+                        return _KERNEL  # (two stacks, unless the kernel finds them the same)
                     t, p = nt, q
                 for k in range(chain_ptr[s], chain_ptr[s + 1]):
                     nt = trans[chain_target[k] * ncls + c]
                     if nt >= 0:
                         if t >= 0:
-                            return _PLAIN
+                            return _KERNEL
                         t, p, j = nt, q, k
                 if not final[s] or q < 0:
                     break
@@ -271,7 +271,7 @@ class GrammarMatcher:
         return np.array([t], dtype=np.int32), np.array([p], dtype=np.int32), None
 
     def _persist(self, p: int, new_s: list[int], new_p: list[int]) -> int:
-        """Write the frames below ``p`` that :meth:`_advance_plain` pushed into the pool (callers
+        """Write the frames below ``p`` that :meth:`_advance_one` pushed into the pool (callers
         first, as :func:`._walk.persist` does); returns ``p``'s index there."""
         chain = []
         while p >= _ARENA:
@@ -306,10 +306,10 @@ class GrammarMatcher:
         rt = self._rt
         if not (0 <= token_id < rt.vocab_size) or not rt.in_trie[token_id]:
             return False
-        res = _PLAIN
+        res = _KERNEL
         if self._top.shape[0] == 1:  # (one stack: most steps)
-            res = self._advance_plain(rt.info.token_bytes[token_id])
-        if res is _PLAIN:
+            res = self._advance_one(rt.info.token_bytes[token_id])
+        if res is _KERNEL:
             res = self._advance(rt.token_data(token_id))
         if res is None:
             return False
@@ -457,20 +457,20 @@ class GrammarMatcher:
         return f"GrammarMatcher(stacks={self._top.shape[0]}, terminated={self._terminated})"
 
 
-#: :meth:`GrammarMatcher._advance_plain` could not step the token (the kernel does)
-_PLAIN = object()
+#: :meth:`GrammarMatcher._advance_one` leaves the token to the step kernel (a byte of it forks the stack)
+_KERNEL = object()
 _NO_IDS = np.zeros(0, dtype=np.int32)
 _UNREAD = -3  # (the stack's parent, not read yet; -1 and -2 are _walk's BOTTOM and EXIT)
 _ARENA = _walk.ARENA
 
 
-def _plain_views(rtn) -> tuple:
+def _matcher_views(rtn) -> tuple:
     """``(trans, byte_class, simple, dead_end, final, class count, chain_ptr, chain_target,
     chain_push_ptr, chain_push)`` of ``rtn``, the arrays as memoryviews (an index read from Python:
     ~35 ns, ~90 through numpy), made once per grammar."""
-    v = rtn.__dict__.get("_plain_views")
+    v = rtn.__dict__.get("_matcher_views")
     if v is None:
-        v = rtn.__dict__["_plain_views"] = (memoryview(rtn.trans), memoryview(rtn.byte_class),
+        v = rtn.__dict__["_matcher_views"] = (memoryview(rtn.trans), memoryview(rtn.byte_class),
                                             memoryview(rtn.simple), memoryview(rtn.dead_end),
                                             memoryview(rtn.final), int(rtn.num_classes),
                                             memoryview(rtn.chain_ptr), memoryview(rtn.chain_target),
