@@ -195,3 +195,83 @@ def test_triton_softmax_bias_penalty_and_fused(batch, vocab):
                                   penalty=(seq_ids, pos, toks, cnt, pens), block=256)
     np.testing.assert_allclose(fused.cpu().numpy(), ref_softmax(masked, temps), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(y.cpu().numpy(), after, rtol=1e-5, atol=1e-5)
+
+
+def test_triton_softmax_subtracts_the_max_before_the_temperature():
+    """Logits near float32's limit with T < 1: the max comes off before dividing (x / T overflows)."""
+    tl = _triton()
+    logits = np.array([[3e38, 2.9e38, 1.0, -np.inf], [0.5, 3e38, 3e38, 0.0]], np.float32)
+    temps = np.array([0.5, 0.0], np.float32)
+    expected = softmax_with_temperature(logits.copy(), temps)
+    assert np.isfinite(expected).all() and expected[1].tolist() == [0.0, 1.0, 0.0, 0.0]
+    probs = tl.softmax_with_temperature_triton(torch.from_numpy(logits).to(_device()), temps, block=2)
+    np.testing.assert_allclose(probs.cpu().numpy(), expected, rtol=1e-5, atol=1e-7)
+
+
+def test_triton_fused_writes_the_mask_back_and_leaves_columns_past_mask_vocab_alone():
+    tl = _triton()
+    rng = np.random.default_rng(21)
+    batch, vocab, width = 3, 70, 75  # 5 padding columns past the mask's vocabulary
+    logits = rng.normal(size=(batch, width)).astype(np.float32)
+    bitmask = rng.integers(-2**31, 2**31 - 1, size=(batch, 3), dtype=np.int64).astype(np.int32)
+    rows = np.array([2, 0, 2, 1])  # not grouped by row: the CSR step must sort them
+    toks = np.array([4, 9, 4, 72])
+    vals = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    temps = np.array([1.0, 0.0, 0.5], np.float32)
+    y = torch.from_numpy(logits.copy()).to(_device())
+    probs = tl.fused_probs_triton(y, temps, bitmask=torch.from_numpy(bitmask).to(_device()), bias=(rows, toks, vals),
+                                  write_mask=True, mask_vocab=vocab)
+    biased = ref_bias(logits, rows, toks, vals)
+    bits = np.unpackbits(bitmask.view(np.uint8), axis=1, bitorder="little")[:, :vocab].astype(bool)
+    keep = np.concatenate([bits, np.ones((batch, width - vocab), bool)], axis=1)
+    masked = np.where(keep, biased, -np.inf)
+    np.testing.assert_allclose(y.cpu().numpy(), masked, rtol=1e-6)
+    np.testing.assert_allclose(probs.cpu().numpy(), ref_softmax(masked, temps), rtol=1e-4, atol=1e-7)
+
+
+def test_triton_softmax_treats_columns_past_the_mask_as_disallowed():
+    tl = _triton()
+    logits = np.zeros((2, 40), np.float32)
+    logits[:, 35] = 9.0  # past the single mask word: must not win
+    bitmask = np.array([[0b1010], [-1]], np.int32)
+    probs = tl.softmax_with_temperature_triton(torch.from_numpy(logits).to(_device()), [1.0, 0.0],
+                                               torch.from_numpy(bitmask).to(_device()), block=16).cpu().numpy()
+    np.testing.assert_allclose(probs[0, [1, 3]], [0.5, 0.5], rtol=1e-6)
+    assert probs[0].sum() == pytest.approx(1.0) and probs[1, 0] == 1.0 and probs[:, 32:].max() == 0.0
+    with pytest.raises(TypeError, match="int32"):
+        tl.softmax_with_temperature_triton(torch.from_numpy(logits), [1.0, 1.0], torch.zeros((2, 2)))
+
+
+def test_triton_to_csr_keeps_grouped_rows_and_sorts_the_others():
+    tl = _triton()
+    ptr, toks = tl.to_csr(np.array([0, 0, 2]), 3, np.array([5, 6, 7]))
+    assert ptr.tolist() == [0, 2, 2, 3] and toks.tolist() == [5, 6, 7]
+    ptr, toks = tl.to_csr(np.array([2, 0, 2, 1]), 3, np.array([1, 2, 3, 4]))
+    assert ptr.tolist() == [0, 1, 2, 4] and toks.tolist() == [2, 4, 1, 3]
+
+
+def test_pipeline_fused_path_matches_the_numpy_path():
+    """The pipeline's GPU path (one fused launch) against its numpy path, run here on CPU tensors."""
+    _triton()
+    from logitgate.processors.pipeline import LogitsPipeline, SamplingParams
+
+    vocab, batch = 300, 6
+
+    def pipeline() -> LogitsPipeline:
+        pipe = LogitsPipeline(vocab, eos_token_id=vocab - 1)
+        for r in range(batch - 1):  # the last row has no request: left alone
+            params = [SamplingParams(temperature=0.0, logit_bias={7: 3.0}),
+                      SamplingParams(temperature=0.8, presence_penalty=0.5, frequency_penalty=0.3),
+                      SamplingParams(temperature=1.0, repetition_penalty=1.3, allowed_token_ids=range(0, vocab, 3))][r % 3]
+            pipe.add_request(r, params, output_token_ids=[3, 3, 9, 12, 7])
+        return pipe
+
+    rng = np.random.default_rng(8)
+    logits = rng.normal(scale=2, size=(batch, vocab + 20)).astype(np.float32)  # 20 padding columns
+    want_logits = logits.copy()
+    want = pipeline().process(want_logits)
+    got_logits = torch.from_numpy(logits.copy()).to(_device())
+    pipe = pipeline()
+    got = pipe._process_fused(got_logits, batch, *pipe._sparse(batch))
+    np.testing.assert_allclose(got_logits.cpu().numpy(), want_logits, rtol=1e-6)
+    np.testing.assert_allclose(got.cpu().numpy(), np.asarray(want), rtol=1e-4, atol=1e-7)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -124,11 +125,17 @@ def run(args: argparse.Namespace) -> int:
     print(markdown_table(header, rows_out))
     print()
     print(_pipeline_overhead(args.repeats))
+    if cuda:
+        print(_pipeline_overhead(args.repeats, dev))
     return 0
 
 
-def _pipeline_overhead(repeats: int) -> str:
-    """Per-step cost of LogitsPipeline for 64 rows with mixed features (no grammar)."""
+def _pipeline_overhead(repeats: int, device: Any = None) -> str:
+    """Per-step cost of LogitsPipeline for 64 rows with mixed features (no grammar).
+
+    With a CUDA ``device`` the logits live there (the fused Triton path), the step's GPU work
+    included in the time.
+    """
     from ..processors.pipeline import LogitsPipeline, SamplingParams
 
     vocab, batch = 32_000, 64
@@ -146,10 +153,18 @@ def _pipeline_overhead(repeats: int) -> str:
     logits = rng.normal(size=(batch, vocab)).astype(np.float32)
     times = []
     for _ in range(repeats):
-        x = logits.copy()
+        if device is None:
+            x = logits.copy()
+        else:
+            import torch
+
+            x = torch.from_numpy(logits).to(device)
+            torch.cuda.synchronize()
         t = time.perf_counter()
-        pipe.step(x)
+        pipe.step(x)  # the sampled ids come back to the host: the GPU's work is done when it returns
         times.append(time.perf_counter() - t)
     ms = float(np.median(times)) * 1e3
-    return (f"LogitsPipeline.step, batch {batch}, vocab {vocab:,}, mixed greedy / top-p+presence / top-k+min-p+"
-            f"repetition+bias / allowed-ids+bad-words+min-tokens: {ms:.2f} ms per step ({ms / batch * 1e3:.0f} µs per row)")
+    where = "numpy logits" if device is None else f"logits on {device}"
+    return (f"LogitsPipeline.step, batch {batch}, vocab {vocab:,}, {where}, mixed greedy / top-p+presence / "
+            f"top-k+min-p+repetition+bias / allowed-ids+bad-words+min-tokens: {ms:.2f} ms per step "
+            f"({ms / batch * 1e3:.0f} µs per row)")

@@ -41,17 +41,23 @@ def apply_logit_bias_inplace(logits: Any, pos2seq_id: Any, token_ids: Any, logit
         logits = view
         if is_torch(logit_bias):
             logit_bias = logit_bias.detach().cpu().numpy()
+    if wants_triton(logits):  # host arrays go to the device in one upload there
+        if is_torch(logit_bias):
+            logit_bias = logit_bias.detach().cpu().numpy()
+        bias_host = np.asarray(logit_bias, dtype=np.float32).reshape(-1)
+        if bias_host.shape[0] != rows.shape[0]:
+            raise ValueError(f"{fn}: logit_bias has length {bias_host.shape[0]}, expected {rows.shape[0]}")
+        from .triton_logits import apply_logit_bias_triton
+
+        apply_logit_bias_triton(logits, rows, toks, bias_host)
+        return
     if is_torch(logits):
         import torch
 
         bias = torch.as_tensor(logit_bias, dtype=logits.dtype, device=logits.device).reshape(-1)
         if bias.shape[0] != rows.shape[0]:
             raise ValueError(f"{fn}: logit_bias has length {bias.shape[0]}, expected {rows.shape[0]}")
-        if wants_triton(logits):
-            from .triton_logits import apply_logit_bias_triton
-
-            apply_logit_bias_triton(logits, rows, toks, bias)
-        elif rows.shape[0]:
+        if rows.shape[0]:
             idx = (torch.from_numpy(rows).to(logits.device, torch.long),
                    torch.from_numpy(toks).to(logits.device, torch.long))
             logits.index_put_(idx, bias, accumulate=True)

@@ -54,11 +54,12 @@ def apply_penalty_inplace(logits: Any, seq_ids: Any, pos2seq_id: Any, token_ids:
     check_range(pos, seqs.shape[0], "pos2seq_id", fn)
     check_range(toks, vocab, "token_ids", fn)
     view = cpu_numpy_view(logits)
-    if view is not None:
-        logits = view
+    triton_path = wants_triton(logits)  # host arrays go to the device in one upload there
+    if view is not None or triton_path:
+        logits = view if view is not None else logits
         if is_torch(penalties):
             penalties = penalties.detach().cpu().numpy()
-    if is_torch(logits):
+    if is_torch(logits) and not triton_path:
         import torch
 
         pen = torch.as_tensor(penalties, dtype=torch.float32, device=logits.device)
@@ -68,7 +69,7 @@ def apply_penalty_inplace(logits: Any, seq_ids: Any, pos2seq_id: Any, token_ids:
         raise ValueError(f"{fn}: penalties must have shape ({seqs.shape[0]}, 3), got {tuple(pen.shape)}")
     if not pos.shape[0]:
         return
-    if wants_triton(logits):
+    if triton_path:
         from .triton_logits import apply_penalty_triton
 
         apply_penalty_triton(logits, seqs, pos, toks, cnts, pen)

@@ -38,7 +38,8 @@ def _softmax_rows(x: np.ndarray, temps: np.ndarray, out: np.ndarray) -> None:
         dead = mx == -np.inf
         greedy = (t < GREEDY_EPS) & ~dead
         np.subtract(xs, np.where(dead, 0.0, mx)[:, None], out=o, casting="same_kind")
-        o *= np.where(greedy | dead, 1.0, 1.0 / np.maximum(t, GREEDY_EPS)).astype(o.dtype)[:, None]
+        with np.errstate(over="ignore"):  # x - max far below -FLT_MAX * T: -inf, probability 0
+            o *= np.where(greedy | dead, 1.0, 1.0 / np.maximum(t, GREEDY_EPS)).astype(o.dtype)[:, None]
         np.exp(o, out=o)
         total = o.sum(axis=1, dtype=np.float64)
         total[dead] = 1.0

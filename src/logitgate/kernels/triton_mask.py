@@ -2,8 +2,13 @@
 
 Imported only when a Triton launch is needed (this module imports torch and triton at the top).
 Each program masks ``BLOCK_WORDS * 32`` columns of one row: it loads ``BLOCK_WORDS`` mask words
-once, expands them to a ``[BLOCK_WORDS, 32]`` tile of bits and stores ``-inf`` (cast to the
-logits' dtype) where a bit is 0; logits are never read.
+once and expands them to a ``[BLOCK_WORDS, 32]`` tile of bits. An all-ones word's 32 columns are
+left alone (neither read nor written), an all-zero word's are written ``-inf`` without being
+read, and a mixed word's are read, masked and written back whole -- so every write covers a
+word's 32 consecutive columns (whole memory sectors). Storing only the cleared bits' columns
+made the memory read-modify-write partial sectors: on an H100, 256 rows of 151,936 took 200 µs
+(random masks) and 131 µs (sparse) that way, 116 and 67 µs this way; mostly-allowed masks pay
+for the mixed words' reads (19 → 23 µs).
 """
 
 from __future__ import annotations
@@ -29,10 +34,13 @@ def _bitmask_kernel(logits_ptr, mask_ptr, rows_ptr, lstride, cstride, mstride, v
     bit = tl.arange(0, 32)
     cols = widx[:, None] * 32 + bit[None, :]
     allowed = ((w[:, None] >> bit[None, :]) & 1) != 0
+    inside = cols < vocab
+    write = inside & (w != -1)[:, None]
+    read = write & (w != 0)[:, None]
     ptrs = logits_ptr + row * lstride + cols * cstride
     neg = tl.full([BLOCK_WORDS, 32], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
-    tl.store(ptrs, neg, mask=(cols < vocab) & (~allowed))
-
+    x = tl.load(ptrs, mask=read, other=neg)
+    tl.store(ptrs, tl.where(allowed, x, neg), mask=write)
 
 def apply_bitmask_triton(logits: torch.Tensor, bitmask: torch.Tensor, rows: np.ndarray | None, vocab: int,
                          block_words: int = 128) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels._arrays import is_torch
+from ..kernels._arrays import is_torch, wants_triton
 from ..kernels.apply_mask import apply_token_bitmask_inplace
 from ..kernels.bias import apply_logit_bias_inplace
 from ..kernels.bitmask import bitmask_set
@@ -246,9 +246,14 @@ class LogitsPipeline:
         return bias, pen
 
     def process(self, logits: Any) -> Any:
-        """Bias, penalties and masks in place on ``logits [batch, vocab]``; returns probabilities."""
+        """Bias, penalties and masks in place on ``logits [batch, vocab]``; returns probabilities.
+
+        float32 CUDA logits (with Triton installed) go through one fused kernel launch.
+        """
         batch = int(logits.shape[0])
         bias, pen = self._sparse(batch)
+        if wants_triton(logits):
+            return self._process_fused(logits, batch, bias, pen)
         if bias is not None:
             apply_logit_bias_inplace(logits, *bias)
         if pen is not None:
@@ -263,11 +268,25 @@ class LogitsPipeline:
             else:
                 bm = bitmask
             apply_token_bitmask_inplace(logits, bm, indices=masked, vocab_size=self.vocab_size)
+        return softmax_with_temperature(logits, self._temperatures(batch))
+
+    def _temperatures(self, batch: int) -> np.ndarray:
         temps = np.ones(batch, np.float32)
         for row, st in self.rows.items():
             if row < batch:
                 temps[row] = st.params.temperature
-        return softmax_with_temperature(logits, temps)
+        return temps
+
+    def _process_fused(self, logits: Any, batch: int, bias: Any, pen: Any) -> Any:
+        """:meth:`process` on a GPU: bias, penalties, masks and softmax in one Triton launch."""
+        import torch
+
+        from ..kernels.triton_logits import fused_probs_triton
+
+        bitmask = np.full((batch, self._words), -1, dtype=np.int32)  # rows left alone stay all-allowed
+        bm = torch.from_numpy(bitmask).to(logits.device) if self.fill_bitmask(bitmask) else None
+        return fused_probs_triton(logits, self._temperatures(batch), bitmask=bm, bias=bias, penalty=pen,
+                                  write_mask=True, mask_vocab=self.vocab_size)
 
     def sample(self, logits: Any) -> StepOutput:
         """:meth:`process` then top-k/top-p/min-p and one draw per active row (does not accept)."""
