@@ -162,19 +162,24 @@ def _mixed_pipeline(vocab: int, batch: int) -> LogitsPipeline:
             SamplingParams(temperature=0.0, logit_bias={7: 30.0}),
             SamplingParams(temperature=0.8, top_p=0.9, presence_penalty=0.5, seed=r),
             SamplingParams(temperature=1.0, top_k=50, min_p=0.05, repetition_penalty=1.2, seed=r),
-            SamplingParams(temperature=0.7, allowed_token_ids=range(0, vocab, 3), seed=r),
+            SamplingParams(temperature=0.7, allowed_token_ids=range(0, vocab, 3), seed=r, logprobs=3),
         ][r % 4]
         pipe.add_request(r, params, output_token_ids=rng.integers(0, vocab, 20).tolist())
     return pipe
 
 
 def test_pipeline_steps_on_cuda_logits_as_on_numpy_logits():
+    """Masks, softmax, top-k/p/min-p and the seeded draws on the GPU: the same tokens as on numpy."""
     vocab, batch = 32_000, 16
     rng = np.random.default_rng(4)
     on_cpu, on_gpu = _mixed_pipeline(vocab, batch), _mixed_pipeline(vocab, batch)
     for _ in range(6):
         logits = rng.normal(scale=2, size=(batch, vocab)).astype(np.float32)
-        want = on_cpu.step(logits.copy())
-        got = on_gpu.step(torch.from_numpy(logits).to(CUDA))
-        np.testing.assert_array_equal(got, want)
-        assert all(t % 3 == 0 for t in got[3::4]), "a row limited to every third id drew another"
+        want = on_cpu.sample(logits.copy())
+        got = on_gpu.sample(torch.from_numpy(logits).to(CUDA))
+        np.testing.assert_array_equal(got.tokens, want.tokens)
+        assert all(t % 3 == 0 for t in got.tokens[3::4]), "a row limited to every third id drew another"
+        np.testing.assert_array_equal(got.logprob_ids, want.logprob_ids)
+        np.testing.assert_allclose(got.logprobs, want.logprobs, rtol=1e-4, atol=1e-4)
+        on_cpu.accept(want.tokens.tolist())
+        on_gpu.accept(got.tokens.tolist())

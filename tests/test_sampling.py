@@ -118,3 +118,50 @@ def test_top_logprobs():
 def test_bad_parameters(kw):
     with pytest.raises(SamplingError):
         filter_probs(np.ones((1, 4)) / 4, **kw)
+
+
+def test_torch_filter_and_sample_draws_as_the_numpy_path():
+    """The device path (torch ops; here on CPU tensors) against filter_probs + sample_from_probs."""
+    torch = pytest.importorskip("torch")
+    from logitgate.processors.sampling import filter_and_sample_torch
+
+    rng = np.random.default_rng(5)
+    batch, vocab = 12, 3001
+    logits = rng.normal(scale=2.5, size=(batch, vocab))
+    logits[rng.random((batch, vocab)) < 0.3] = -np.inf
+    probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs = (probs / probs.sum(axis=1, keepdims=True)).astype(np.float32)
+    probs[3, :] = 0.0
+    probs[3, [7, 9, 11]] = [0.25, 0.5, 0.25]  # ties at the top-k boundary: the lower id kept
+    probs[4] = 0.0
+    probs[4, 100] = 1.0  # a greedy (one-hot) row
+    probs[9] = 0.0
+    probs[9, :4] = [0.4, 0.2, 0.2, 0.2]  # min_p 0.5: exactly at the threshold, kept
+    top_k = [0, 50, 2, 2, 0, 1, 10, 0, 3000, 3001, 5000, 0]
+    top_p = [1.0, 0.9, 1.0, 0.5, 0.3, 1.0, 0.7, 0.05, 0.99, 1.0, 0.8, 1.0]
+    min_p = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.1, 0.0, 0.02, 0.5, 0.0, 0.2]
+    filtered = filter_probs(probs, top_k=top_k, top_p=top_p, min_p=min_p)
+    for trial in range(30):
+        want = sample_from_probs(filtered, [make_generator(trial * 100 + r) for r in range(batch)])
+        got = filter_and_sample_torch(torch.from_numpy(probs), [make_generator(trial * 100 + r) for r in range(batch)],
+                                      top_k=top_k, top_p=top_p, min_p=min_p)
+        np.testing.assert_array_equal(got, want)
+        assert (filtered[np.arange(batch), got] > 0).all()
+    assert got[3] in (7, 9) and got[4] == 100
+    dead = torch.zeros((2, 5))
+    dead[0, 1] = 1.0
+    with pytest.raises(SamplingError, match="row 1"):
+        filter_and_sample_torch(dead, [None, None])
+    with pytest.raises(SamplingError, match="top_p"):
+        filter_and_sample_torch(torch.from_numpy(probs), [None] * batch, top_p=0.0)
+
+
+def test_torch_top_logprobs_match_numpy():
+    torch = pytest.importorskip("torch")
+    from logitgate.processors.sampling import _top_logprobs_torch
+
+    logits = np.random.default_rng(2).normal(size=(3, 500)).astype(np.float32)
+    ids, lp = top_logprobs(logits, 5)
+    tids, tlp = _top_logprobs_torch(torch.from_numpy(logits), 5)
+    np.testing.assert_array_equal(tids, ids)
+    np.testing.assert_allclose(tlp, lp, rtol=1e-5, atol=1e-5)

@@ -32,7 +32,14 @@ from ..kernels.bitmask import bitmask_set
 from ..kernels.penalty import apply_penalty_inplace
 from ..kernels.softmax import softmax_with_temperature
 from .constraints import AfterThinking, AllowedTokens, BadWords, GrammarConstraint, MinTokens
-from .sampling import SamplingError, filter_probs, make_generator, sample_from_probs, top_logprobs
+from .sampling import (
+    SamplingError,
+    filter_and_sample_torch,
+    filter_probs,
+    make_generator,
+    sample_from_probs,
+    top_logprobs,
+)
 
 __all__ = ["LogitsPipeline", "SamplingParams", "SequenceState", "StepOutput"]
 
@@ -292,16 +299,21 @@ class LogitsPipeline:
         """:meth:`process` then top-k/top-p/min-p and one draw per active row (does not accept)."""
         batch = int(logits.shape[0])
         probs = self.process(logits)
-        if is_torch(probs):
+        on_device = is_torch(probs) and probs.device.type != "cpu"  # filtered and drawn there
+        if is_torch(probs) and not on_device:
             probs = probs.detach().float().cpu().numpy()
         tokens = np.full(batch, -1, np.int64)
         active = [r for r in sorted(self.rows) if r < batch]
         if active:
             ps = [self.rows[r].params for r in active]
-            filtered = filter_probs(probs[active], top_k=[p.top_k for p in ps], top_p=[p.top_p for p in ps],
-                                    min_p=[p.min_p for p in ps])
+            filters = {"top_k": [p.top_k for p in ps], "top_p": [p.top_p for p in ps], "min_p": [p.min_p for p in ps]}
+            generators = [self.rows[r].generator for r in active]
             try:
-                drawn = sample_from_probs(filtered, [self.rows[r].generator for r in active])
+                if on_device:
+                    rows = probs if active == list(range(batch)) else probs[active]
+                    drawn = filter_and_sample_torch(rows, generators, **filters)
+                else:
+                    drawn = sample_from_probs(filter_probs(probs[active], **filters), generators)
             except SamplingError as e:
                 raise SamplingError(f"{e} (batch rows {active})") from None
             tokens[active] = drawn

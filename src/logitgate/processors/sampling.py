@@ -23,7 +23,8 @@ import numpy as np
 from ..errors import LogitgateError
 from ..kernels._arrays import is_torch
 
-__all__ = ["SamplingError", "filter_probs", "make_generator", "sample_from_probs", "top_logprobs"]
+__all__ = ["SamplingError", "filter_and_sample_torch", "filter_probs", "make_generator", "sample_from_probs",
+           "top_logprobs"]
 
 _PARTIAL = 2048  # candidates examined before falling back to a full sort for top-p
 
@@ -88,12 +89,8 @@ def _filter_row(p: np.ndarray, k: int, top_p: float, min_p: float) -> np.ndarray
     return np.where(keep, p, 0).astype(p.dtype, copy=False)
 
 
-def filter_probs(probs: np.ndarray, *, top_k: Any = None, top_p: Any = None, min_p: Any = None) -> np.ndarray:
-    """Apply per-row top-k / top-p / min-p to probabilities ``[batch, vocab]``; rows renormalized."""
-    probs = np.asarray(probs)
-    if probs.dtype not in (np.float32, np.float64):
-        probs = probs.astype(np.float64)
-    batch = probs.shape[0]
+def _filter_params(batch: int, top_k: Any, top_p: Any, min_p: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-row ``(top_k, top_p, min_p)`` arrays, checked."""
     ks = _row_params(top_k, batch, 0, "top_k").astype(np.int64)
     ps = _row_params(top_p, batch, 1.0, "top_p")
     mins = _row_params(min_p, batch, 0.0, "min_p")
@@ -101,6 +98,16 @@ def filter_probs(probs: np.ndarray, *, top_k: Any = None, top_p: Any = None, min
         raise SamplingError(f"top_p must be in (0, 1], got {ps[(ps <= 0) | (ps > 1)][0]}")
     if ((mins < 0) | (mins > 1)).any():
         raise SamplingError(f"min_p must be in [0, 1], got {mins[(mins < 0) | (mins > 1)][0]}")
+    return ks, ps, mins
+
+
+def filter_probs(probs: np.ndarray, *, top_k: Any = None, top_p: Any = None, min_p: Any = None) -> np.ndarray:
+    """Apply per-row top-k / top-p / min-p to probabilities ``[batch, vocab]``; rows renormalized."""
+    probs = np.asarray(probs)
+    if probs.dtype not in (np.float32, np.float64):
+        probs = probs.astype(np.float64)
+    batch = probs.shape[0]
+    ks, ps, mins = _filter_params(batch, top_k, top_p, min_p)
     out = np.empty_like(probs)
     for r in range(batch):
         row = _filter_row(probs[r], int(ks[r]), float(ps[r]), float(mins[r]))
@@ -126,8 +133,54 @@ def sample_from_probs(probs: Any, generators: Sequence[np.random.Generator | Non
     return out
 
 
+def filter_and_sample_torch(probs: Any, generators: Sequence[np.random.Generator | None], *, top_k: Any = None,
+                            top_p: Any = None, min_p: Any = None) -> np.ndarray:
+    """:func:`filter_probs` then :func:`sample_from_probs`, as torch ops on the probabilities' device.
+
+    For probabilities already on a GPU: the rows are filtered and drawn there, and only the drawn
+    ids come back (not the ``[batch, vocab]`` probabilities). The uniform draw of each row comes
+    from its generator as in :func:`sample_from_probs`, and the inverse CDF runs over the filtered
+    row in token-id order, so a seeded request draws the same tokens on either path (up to float
+    rounding at a boundary between two tokens' cumulative masses).
+    """
+    import torch
+
+    batch, vocab = int(probs.shape[0]), int(probs.shape[1])
+    ks, ps, mins = _filter_params(batch, top_k, top_p, min_p)
+    dev = probs.device
+    u = np.array([(g if g is not None else np.random.default_rng()).random() for g in generators], np.float64)
+    if u.shape[0] != batch:
+        raise SamplingError(f"need one generator per row: {batch} rows, {u.shape[0]} generators")
+    ks = np.where((ks <= 0) | (ks > vocab), vocab, ks)
+    params = torch.from_numpy(np.stack([ks.astype(np.float64), np.where(ps >= 1.0, np.inf, ps), mins, u])).to(dev)
+    k_t, p_t, min_t, u_t = params
+    p = probs.detach().float()
+    total = p.sum(dim=1, dtype=torch.float64)
+    vals, order = torch.sort(p, dim=1, descending=True, stable=True)  # equal values: lower ids first
+    before = torch.cumsum(vals, dim=1, dtype=torch.float64) - vals
+    pos = torch.arange(vocab, device=dev, dtype=torch.float64)
+    keep = (pos[None, :] < k_t[:, None]) & (before < (p_t * total)[:, None])  # top-k, top-p
+    keep &= vals >= min_t[:, None] * vals[:, :1]  # min-p (vals[:, 0]: the row's max), compared in float64
+    filtered = torch.zeros_like(p).scatter_(1, order, torch.where(keep, vals, torch.zeros_like(vals)))
+    cdf = torch.cumsum(filtered, dim=1, dtype=torch.float64)
+    mass = cdf[:, -1]
+    idx = torch.searchsorted(cdf, (u_t * mass)[:, None], right=True)[:, 0]
+    last = (vocab - 1) - torch.argmax(torch.flip(filtered > 0, dims=(1,)).to(torch.uint8), dim=1)
+    drawn = torch.minimum(idx, last)  # (u * mass rounded up to the mass: the last kept token)
+    out = torch.stack([drawn.to(torch.float64), mass]).cpu().numpy()
+    dead = np.flatnonzero(~(out[1] > 0))
+    if dead.size:
+        raise SamplingError(f"row {int(dead[0])}: every token is masked, nothing can be sampled")
+    return out[0].astype(np.int64)
+
+
 def top_logprobs(logits: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, logprobs)`` of the ``n`` most likely tokens per row of ``logits`` (log-softmax)."""
+    """``(ids, logprobs)`` of the ``n`` most likely tokens per row of ``logits`` (log-softmax).
+
+    Logits on a GPU are reduced there (float32), and only the ``n`` per row come back.
+    """
+    if is_torch(logits) and logits.device.type != "cpu":
+        return _top_logprobs_torch(logits, n)
     if is_torch(logits):
         logits = logits.detach().float().cpu().numpy()
     x = np.asarray(logits, dtype=np.float64)
@@ -140,3 +193,11 @@ def top_logprobs(logits: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(-np.take_along_axis(lp, idx, axis=1), axis=1, kind="stable")
     ids = np.take_along_axis(idx, order, axis=1)
     return ids, np.take_along_axis(lp, ids, axis=1)
+
+
+def _top_logprobs_torch(logits: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`top_logprobs` as torch ops on the logits' device (float32)."""
+    import torch
+
+    top = torch.topk(torch.log_softmax(logits.detach().float(), dim=-1), min(n, int(logits.shape[1])), dim=-1)
+    return top.indices.cpu().numpy().astype(np.int64), top.values.double().cpu().numpy()
