@@ -165,3 +165,44 @@ def test_torch_top_logprobs_match_numpy():
     tids, tlp = _top_logprobs_torch(torch.from_numpy(logits), 5)
     np.testing.assert_array_equal(tids, ids)
     np.testing.assert_allclose(tlp, lp, rtol=1e-5, atol=1e-5)
+
+
+def test_filter_refuses_negative_or_nan_probabilities():
+    probs = np.full((3, 8), 0.125)
+    probs[1, 2] = -0.1
+    with pytest.raises(SamplingError, match="row 1"):
+        filter_probs(probs, top_p=[0.5] * 3)
+    probs[1, 2] = np.nan
+    with pytest.raises(SamplingError, match="row 1"):
+        filter_probs(probs, top_k=[2] * 3)
+
+
+def test_flat_large_rows_match_the_definition():
+    """Rows whose top-p set is most of a large vocabulary (the boundary bin holds thousands of tokens)."""
+    rng = np.random.default_rng(11)
+    vocab = 50_000
+    p = rng.random((3, vocab)) + 0.5  # flat: every value within two octaves
+    p[1, ::7] = p[1, 3]  # thousands of ties
+    p /= p.sum(axis=1, keepdims=True)
+    for k, top_p, min_p in [(0, 0.9, 0.0), (20_000, 0.99, 0.0), (0, 0.3, 0.5), (7_000, 1.0, 0.0)]:
+        got = filter_probs(p, top_k=[k] * 3, top_p=[top_p] * 3, min_p=[min_p] * 3)
+        for r in range(3):
+            np.testing.assert_allclose(got[r], brute_filter(p[r].tolist(), k, top_p, min_p), atol=1e-12)
+
+
+@pytest.mark.parametrize("vocab", [1, 2, 63, 64, 65, 130, 5000])
+def test_draws_follow_the_cumulative_definition(vocab):
+    """The draw kernel (block sums, then one block) against numpy's cumsum + searchsorted."""
+    rng = np.random.default_rng(vocab)
+    probs = rng.random((6, vocab)) ** 3
+    probs[rng.random((6, vocab)) < 0.6] = 0.0
+    probs[:, rng.integers(0, vocab)] = 0.01
+    probs[1, :] = 0.0
+    probs[1, vocab - 1] = 1.0  # the last id only
+    for seed in range(40):
+        got = sample_from_probs(probs, [make_generator(seed * 7 + r) for r in range(6)])
+        for r in range(6):
+            nz = np.flatnonzero(probs[r] > 0)
+            c = np.cumsum(probs[r, nz])
+            u = make_generator(seed * 7 + r).random() * c[-1]
+            assert got[r] == nz[min(int(np.searchsorted(c, u, side="right")), nz.size - 1)]

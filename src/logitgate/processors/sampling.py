@@ -22,12 +22,10 @@ import numpy as np
 
 from ..errors import LogitgateError
 from ..kernels._arrays import is_torch
+from ..kernels.sampling import draw_rows, filter_probs_rows
 
 __all__ = ["SamplingError", "filter_and_sample_torch", "filter_probs", "make_generator", "sample_from_probs",
            "top_logprobs"]
-
-_PARTIAL = 2048  # candidates examined before falling back to a full sort for top-p
-
 
 class SamplingError(LogitgateError, ValueError):
     """Nothing can be sampled (every token masked) or bad sampling parameters."""
@@ -47,46 +45,6 @@ def _row_params(values: Sequence[float] | float | None, batch: int, default: flo
     if arr.shape != (batch,):
         raise SamplingError(f"{name} must be a scalar or have {batch} values, got shape {arr.shape}")
     return arr
-
-
-def _kept_count(p: np.ndarray, k: int, top_p: float, total: float) -> tuple[int, np.ndarray]:
-    """How many of the most likely tokens top-k/top-p keep, and the values in descending order.
-
-    Only values are sorted (fast, unstable): which of several equal values are kept is decided
-    afterwards by index, so the result is deterministic.
-    """
-    vocab = p.shape[0]
-    if top_p >= 1.0:
-        return k, -np.partition(-p, k - 1)[:k]
-    m = min(k, _PARTIAL)
-    top = p if m >= vocab else -np.partition(-p, m - 1)[:m]
-    vals = -np.sort(-top)
-    if m < k and m < vocab and float(vals.sum(dtype=np.float64)) < top_p * total:
-        vals = -np.sort(-p)  # the candidates hold too little mass: sort everything
-    before = np.cumsum(vals, dtype=np.float64) - vals
-    return min(k, int(np.searchsorted(before, top_p * total, side="left"))), vals
-
-
-def _filter_row(p: np.ndarray, k: int, top_p: float, min_p: float) -> np.ndarray:
-    vocab = p.shape[0]
-    if k <= 0 or k > vocab:
-        k = vocab
-    if k == vocab and top_p >= 1.0 and min_p <= 0.0:
-        return p
-    total = float(p.sum(dtype=np.float64))
-    if not total > 0:
-        return p
-    if k < vocab or top_p < 1.0:
-        count, vals = _kept_count(p, k, top_p, total)
-        tau = vals[count - 1]
-        keep = p > tau
-        ties = np.flatnonzero(p == tau)[: count - int(np.count_nonzero(keep))]
-        keep[ties] = True  # equal values: the lowest ids first
-    else:
-        keep = np.ones(vocab, dtype=bool)
-    if min_p > 0.0:
-        keep &= p >= min_p * p.max()
-    return np.where(keep, p, 0).astype(p.dtype, copy=False)
 
 
 def _filter_params(batch: int, top_k: Any, top_p: Any, min_p: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -109,10 +67,9 @@ def filter_probs(probs: np.ndarray, *, top_k: Any = None, top_p: Any = None, min
     batch = probs.shape[0]
     ks, ps, mins = _filter_params(batch, top_k, top_p, min_p)
     out = np.empty_like(probs)
-    for r in range(batch):
-        row = _filter_row(probs[r], int(ks[r]), float(ps[r]), float(mins[r]))
-        s = row.sum(dtype=np.float64)
-        out[r] = row / s if s > 0 else row
+    bad = filter_probs_rows(probs, ks, ps, mins, out) if batch else -1  # (numba: no row sorts)
+    if bad >= 0:
+        raise SamplingError(f"row {bad}: probabilities must be non-negative numbers")
     return out
 
 
@@ -121,15 +78,15 @@ def sample_from_probs(probs: Any, generators: Sequence[np.random.Generator | Non
     if is_torch(probs):
         probs = probs.detach().float().cpu().numpy()
     probs = np.asarray(probs)
-    out = np.empty(probs.shape[0], np.int64)
-    for r in range(probs.shape[0]):
-        nz = np.flatnonzero(probs[r] > 0)  # zero-probability tokens can never be drawn
-        if nz.size == 0:
-            raise SamplingError(f"row {r}: every token is masked, nothing can be sampled")
-        c = np.cumsum(probs[r, nz], dtype=np.float64)
-        g = generators[r] if generators[r] is not None else np.random.default_rng()
-        u = g.random() * c[-1]
-        out[r] = nz[min(int(np.searchsorted(c, u, side="right")), nz.size - 1)]
+    if probs.dtype not in (np.float32, np.float64):
+        probs = probs.astype(np.float64)
+    u = np.array([(g if g is not None else np.random.default_rng()).random() for g in generators], np.float64)
+    if u.shape[0] != probs.shape[0]:
+        raise SamplingError(f"need one generator per row: {probs.shape[0]} rows, {u.shape[0]} generators")
+    out = draw_rows(np.ascontiguousarray(probs), u)  # zero-probability tokens are never drawn
+    dead = np.flatnonzero(out < 0)
+    if dead.size:
+        raise SamplingError(f"row {int(dead[0])}: every token is masked, nothing can be sampled")
     return out
 
 
