@@ -85,6 +85,15 @@ def time_call(fn: Callable[[], Any], reset: Callable[[], Any], repeats: int,
     return float(np.median(samples)) * 1e6
 
 
+def _table_row(kind: str, vocab: int, batch: int, cells: list[float], ours: float, xgrammar: Any, xt: Any, mt: Any,
+               reset: Callable[[], Any], repeats: int, sync: Callable[[], Any] | None = None) -> list[object]:
+    """One table row: ``cells`` (logitgate's and the alternatives' µs, from the third on the
+    alternatives), xgrammar's µs when it is installed, and the speed-up over the best alternative."""
+    if xgrammar is not None:
+        cells.append(time_call(lambda: xgrammar.apply_token_bitmask_inplace(xt, mt), reset, repeats, sync))
+    return [kind, f"{vocab:,}", batch, *cells, f"{min(cells[2:]) / ours:.1f}×"]
+
+
 def _import_xgrammar() -> Any:
     try:
         import xgrammar
@@ -141,11 +150,7 @@ def run(args: argparse.Namespace) -> int:
                     time_call(naive_np, reset_np, args.repeats),
                     time_call(naive_t, reset_t, args.repeats),
                 ]
-                if xgrammar is not None:
-                    cells.append(time_call(lambda xt=xt, mt=mt: xgrammar.apply_token_bitmask_inplace(xt, mt),
-                                           reset_t, args.repeats))
-                best_other = min(cells[2:])
-                rows.append([kind, f"{vocab:,}", batch, *cells, f"{best_other / ours:.1f}×"])
+                rows.append(_table_row(kind, vocab, batch, cells, ours, xgrammar, xt, mt, reset_t, args.repeats))
     print(f"apply_token_bitmask_inplace on CPU, float32 logits: µs per call, median of {args.repeats} "
           f"(warm-up {_WARMUP}); torch threads {max(1, args.threads)}; "
           f"xgrammar {'present' if xgrammar is not None else 'not installed'}\n")
@@ -193,11 +198,7 @@ def _run_cuda(args: argparse.Namespace) -> int:
                     ours,
                     time_call(naive, reset, args.repeats, sync),
                 ]
-                if xgrammar is not None:
-                    cells.append(time_call(lambda xt=xt, mt=mt: xgrammar.apply_token_bitmask_inplace(xt, mt),
-                                           reset, args.repeats, sync))
-                best_other = min(cells[2:])
-                rows.append([kind, f"{vocab:,}", batch, *cells, f"{best_other / ours:.1f}×"])
+                rows.append(_table_row(kind, vocab, batch, cells, ours, xgrammar, xt, mt, reset, args.repeats, sync))
     print(f"apply_token_bitmask_inplace on {torch.cuda.get_device_name(dev)}, float32 logits: µs per call "
           f"(launch to synchronize), median of {args.repeats} (warm-up {_WARMUP}); "
           f"xgrammar {'present' if xgrammar is not None else 'not installed'}\n")

@@ -27,6 +27,7 @@ from ..kernels.sampling import draw_rows, filter_probs_rows
 __all__ = ["SamplingError", "filter_and_sample_torch", "filter_probs", "make_generator", "sample_from_probs",
            "top_logprobs"]
 
+
 class SamplingError(LogitgateError, ValueError):
     """Nothing can be sampled (every token masked) or bad sampling parameters."""
 
@@ -73,6 +74,14 @@ def filter_probs(probs: np.ndarray, *, top_k: Any = None, top_p: Any = None, min
     return out
 
 
+def _uniforms(generators: Sequence[np.random.Generator | None], batch: int) -> np.ndarray:
+    """One uniform draw in [0, 1) per row, from the row's generator (None: fresh entropy)."""
+    u = np.array([(g if g is not None else np.random.default_rng()).random() for g in generators], np.float64)
+    if u.shape[0] != batch:
+        raise SamplingError(f"need one generator per row: {batch} rows, {u.shape[0]} generators")
+    return u
+
+
 def sample_from_probs(probs: Any, generators: Sequence[np.random.Generator | None]) -> np.ndarray:
     """One token per row by inverse CDF with the row's generator (numpy or torch probs)."""
     if is_torch(probs):
@@ -80,9 +89,7 @@ def sample_from_probs(probs: Any, generators: Sequence[np.random.Generator | Non
     probs = np.asarray(probs)
     if probs.dtype not in (np.float32, np.float64):
         probs = probs.astype(np.float64)
-    u = np.array([(g if g is not None else np.random.default_rng()).random() for g in generators], np.float64)
-    if u.shape[0] != probs.shape[0]:
-        raise SamplingError(f"need one generator per row: {probs.shape[0]} rows, {u.shape[0]} generators")
+    u = _uniforms(generators, probs.shape[0])
     out = draw_rows(np.ascontiguousarray(probs), u)  # zero-probability tokens are never drawn
     dead = np.flatnonzero(out < 0)
     if dead.size:
@@ -105,9 +112,7 @@ def filter_and_sample_torch(probs: Any, generators: Sequence[np.random.Generator
     batch, vocab = int(probs.shape[0]), int(probs.shape[1])
     ks, ps, mins = _filter_params(batch, top_k, top_p, min_p)
     dev = probs.device
-    u = np.array([(g if g is not None else np.random.default_rng()).random() for g in generators], np.float64)
-    if u.shape[0] != batch:
-        raise SamplingError(f"need one generator per row: {batch} rows, {u.shape[0]} generators")
+    u = _uniforms(generators, batch)
     ks = np.where((ks <= 0) | (ks > vocab), vocab, ks)
     params = torch.from_numpy(np.stack([ks.astype(np.float64), np.where(ps >= 1.0, np.inf, ps), mins, u])).to(dev)
     k_t, p_t, min_t, u_t = params
