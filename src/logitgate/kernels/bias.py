@@ -37,13 +37,12 @@ def apply_logit_bias_inplace(logits: Any, pos2seq_id: Any, token_ids: Any, logit
     check_range(rows, batch, "pos2seq_id", fn)
     check_range(toks, vocab, "token_ids", fn)
     view = cpu_numpy_view(logits)
-    if view is not None:
-        logits = view
+    triton_path = wants_triton(logits)  # host arrays go to the device in one upload there
+    if view is not None or triton_path:
+        logits = view if view is not None else logits
         if is_torch(logit_bias):
             logit_bias = logit_bias.detach().cpu().numpy()
-    if wants_triton(logits):  # host arrays go to the device in one upload there
-        if is_torch(logit_bias):
-            logit_bias = logit_bias.detach().cpu().numpy()
+    if triton_path:
         bias_host = np.asarray(logit_bias, dtype=np.float32).reshape(-1)
         if bias_host.shape[0] != rows.shape[0]:
             raise ValueError(f"{fn}: logit_bias has length {bias_host.shape[0]}, expected {rows.shape[0]}")
