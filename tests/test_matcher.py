@@ -267,3 +267,32 @@ def test_one_stack_steps_in_python_leave_the_configuration_the_kernel_leaves(cas
                 break
             assert m.accept_token(rng.choice(allowed))
     assert python_steps  # (the Python path was taken)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), limit=st.integers(1, 4))
+def test_remembered_context_tokens_equal_resolved_ones(seed: int, limit: int) -> None:
+    """A frame pool remembers each stack's context tokens (bounded); masks through accepts, rollbacks
+    and forks (which share the pool) equal those of a new matcher that remembers nothing yet."""
+    import logitgate.engine.matcher as matcher_module
+
+    rng = random.Random(seed)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(matcher_module, "_CONTEXT_MEMO_LIMIT", limit)
+        m = GrammarMatcher(COMPILED, max_rollback_tokens=-1)
+        accepted: list[int] = []
+        for _ in range(24):
+            if accepted and rng.random() < 0.2:
+                k = rng.randint(1, len(accepted))
+                m.rollback(k)
+                del accepted[-k:]
+            elif rng.random() < 0.1:
+                m = m.fork()  # (the fork shares the pool and what it remembers)
+            else:
+                accepted += random_tokens(m, rng, 1)
+            fresh = GrammarMatcher(COMPILED)
+            for t in accepted:
+                assert fresh.accept_token(t)
+            assert mask_of(m) == mask_of(fresh)
+            assert len(m._pool.contexts) <= limit
+        assert m._pool.contexts  # (the arithmetic grammar's numbers and parentheses have context tokens)

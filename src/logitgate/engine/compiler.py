@@ -161,6 +161,8 @@ class CompiledGrammar:
         self._ctx: dict[int, dict] = {}  # context resolutions (see :meth:`context_tokens`)
         self._ctx_size = 0  # (their entries)
         self._ctx_limit = context_cache_entries
+        #: state -> its one-stack top array (``[state]``), shared by the matchers (never written)
+        self._single_tops: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
 
     @property
