@@ -72,3 +72,21 @@ def test_maskbench_reference_counts(tmp_path, capsys):
     assert "| format | 1 |" in out
     assert "| valid | 1 | 0 | 0 |" in out
     assert "| invalid | 2 | 0 | 0 |" in out
+
+
+def test_maskbench_summary_compares_ttfm_on_the_schemas_every_engine_compiled():
+    from logitgate.benchmarks.maskbench import summarize
+
+    results = {
+        "a": [{"file": "x.json", "status": "pass", "ttfm_us": 100.0, "tbm_us": [1.0]},
+              {"file": "y.json", "status": "pass", "ttfm_us": 9000.0, "tbm_us": [2.0]}],
+        "b": [{"file": "x.json", "status": "pass", "ttfm_us": 300.0, "tbm_us": [1.0]},
+              {"file": "y.json", "status": "compile_error", "tbm_us": []}],
+    }
+    out = summarize(results)
+    common = out.split("TTFM on the 1 schemas every engine compiled (µs)\n")[1]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in common.splitlines() if line.startswith("| a") or line.startswith("| b")}
+    assert rows["a"][:2] == ["100", "100"]  # (y.json, which b refused, is left out of a's row)
+    assert rows["b"][:2] == ["300", "300"]
+    assert "schemas every engine compiled" not in summarize({"a": results["a"]})

@@ -80,12 +80,29 @@ def summarize(results: dict[str, list[dict]]) -> str:
         tmean = sum(ttfm) / len(ttfm) if ttfm else float("nan")
         ttfm_rows.append([engine, tmean, *percentiles(ttfm, ttfm_q)])
         count_rows.append([engine, *(sum(r["status"] == s for r in rs) for s in STATUSES), len(rs)])
-    return "\n\n".join([
+    tables = [
         "TBM (µs per token: fill mask + accept)\n" + markdown_table(
             ["engine", "avg", "p50", "p75", "p90", "p95", "p99", "p99.9", "max", "tokens"], tbm_rows),
         "TTFM (µs: compile)\n" + markdown_table(["engine", "avg", "p50", "p75", "p90", "p99", "max"], ttfm_rows),
         "Outcomes (schema files)\n" + markdown_table(["engine", *STATUSES, "files"], count_rows),
-    ])
+    ]
+    common = _compiled_by_all(results)
+    if len(results) > 1 and common:
+        # (each engine's TTFM above is over the schemas it compiled, and a schema one engine refuses
+        # is often one the others take longest on: the same schemas for all, side by side)
+        rows = []
+        for engine, rs in results.items():
+            ttfm = [r["ttfm_us"] for r in rs if r.get("file") in common]
+            rows.append([engine, sum(ttfm) / len(ttfm), *percentiles(ttfm, ttfm_q)])
+        tables.append(f"TTFM on the {len(common)} schemas every engine compiled (µs)\n"
+                      + markdown_table(["engine", "avg", "p50", "p75", "p90", "p99", "max"], rows))
+    return "\n\n".join(tables)
+
+
+def _compiled_by_all(results: dict[str, list[dict]]) -> set[str]:
+    """The files every engine compiled (results that have a TTFM), by name."""
+    sets = [{r.get("file") for r in rs if "ttfm_us" in r} for rs in results.values()]
+    return set.intersection(*sets) - {None} if sets else set()
 
 
 def _plot(results: dict[str, list[dict]], path: str) -> None:
