@@ -140,10 +140,20 @@ def step(
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _set_tokens(row, node, tok_start, tok_ids):
+def _set_tokens(row, node, tok_start, tok_ids, listed, n_listed):
+    """Set the bits of the tokens ending at ``node``; each whose bit was clear is appended to
+    ``listed`` while it fits and counted. Returns the new count."""
     for k in range(tok_start[node], tok_start[node + 1]):
         t = tok_ids[k]
-        row[t >> 5] |= np.int32(1) << np.int32(t & 31)
+        w = t >> 5
+        bit = np.int32(1) << np.int32(t & 31)
+        x = row[w]
+        if not x & bit:
+            row[w] = x | bit
+            if n_listed < listed.shape[0]:
+                listed[n_listed] = t
+            n_listed += 1
+    return n_listed
 
 
 @njit(nogil=True, cache=True)
@@ -152,7 +162,7 @@ def walk_trie(
     node_byte, node_depth, node_end, tok_start, tok_ids,
     byte_class, trans, ncls, final, simple, chain_ptr, chain_target, chain_push_ptr, chain_push,
     ps, pp, pd,
-    accept_row, exit_nodes, cbuf_top, cbuf_par, cstart, cend, atop, as_, ap, work_top, work_par, info,
+    accept_row, exit_nodes, cbuf_top, cbuf_par, cstart, cend, atop, as_, ap, work_top, work_par, info, listed,
 ):
     """Walk trie subtrees from the one-stack configuration ``(top, par)``; return the exit count.
 
@@ -162,7 +172,9 @@ def walk_trie(
     of its start: a context resolution's exit nodes), read to skip a range whose byte's class is
     already known to die without touching the trie. Accepted tokens set bits in
     ``accept_row``; nodes where a path pops into ``EXIT`` are written to ``exit_nodes``.
-    ``info[3]`` is set to the smallest pool depth popped into (``1 << 30`` if none).
+    ``info[3]`` is set to the smallest pool depth popped into (``1 << 30`` if none). The tokens whose
+    bit the walk sets go to ``listed`` too, in the order walked, while they fit; ``info[8]`` is their
+    count (a row that was clear then holds exactly them: no scan of the row needed to list it).
 
     Context-independent masks walk the whole trie from ``(s, EXIT)``; context resolution walks the
     subtrees below exit nodes from the real parent frame.
@@ -170,6 +182,7 @@ def walk_trie(
     acount = np.zeros(1, dtype=np.int64)
     cap = cbuf_top.shape[0]
     n_exit = 0
+    n_listed = 0
     min_depth = 1 << 30
     # classes the starting configuration can do nothing with (no stack, no pop out): every node at
     # relative depth 1 is stepped from it, so a class found dead once skips the rest of its
@@ -204,7 +217,7 @@ def walk_trie(
                 cbuf_par[o0] = cbuf_par[i0]
                 cend[d] = o0 + 1
                 atop[d] = atop[d - 1]
-                _set_tokens(accept_row, i, tok_start, tok_ids)
+                n_listed = _set_tokens(accept_row, i, tok_start, tok_ids, listed, n_listed)
                 i += 1
                 continue
             c = byte_class[node_byte[i]]
@@ -311,9 +324,10 @@ def walk_trie(
             if o1 == o0:
                 i = node_end[i]
                 continue
-            _set_tokens(accept_row, i, tok_start, tok_ids)
+            n_listed = _set_tokens(accept_row, i, tok_start, tok_ids, listed, n_listed)
             i += 1
     info[3] = min_depth
+    info[8] = n_listed
     return n_exit
 
 
@@ -349,7 +363,7 @@ def subtrees(nodes, node_byte, trie_pack):
 
 @njit(nogil=True, cache=True)
 def walk_trie_packed(top, par, starts, ends, start_bytes, node_byte, trie_pack, trans, flags, pack, frames,
-                     accept_row, exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info):
+                     accept_row, exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info, listed):
     """:func:`walk_trie` over all of ``starts``, with its arrays passed as fewer: ``trie_pack``
     (node depths, subtree ends, token starts and ids, see
     :attr:`logitgate.tokenizer.trie.TokenTrie.walk_pack`), ``trans``, ``flags`` and ``pack`` (the
@@ -367,7 +381,7 @@ def walk_trie_packed(top, par, starts, ends, start_bytes, node_byte, trie_pack, 
         byte_class, trans, ncls, flags[0], flags[1], chain_ptr, chain_target, chain_push_ptr, chain_push,
         frames[0], frames[1], frames[2],
         accept_row, exit_nodes, cbuf[:half], cbuf[half:], cdepth[:nd], cdepth[nd:2 * nd], cdepth[2 * nd:],
-        as_, ap, work_top, work_par, info,
+        as_, ap, work_top, work_par, info, listed,
     )
 
 

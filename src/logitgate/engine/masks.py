@@ -46,7 +46,7 @@ class StateMask:
     """Context-independent part of one state's token mask."""
 
     kind: int
-    data: np.ndarray  # int32: bitset words, or sorted token ids
+    data: np.ndarray  # int32: bitset words, or token ids (in no particular order)
     exits: np.ndarray  # int32 nodes of the slice set's trie where a path leaves the frame
     count: int  # number of accepted tokens (context-independent part)
 
@@ -234,8 +234,9 @@ def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, take,
 def _walk_and_list(top, par, starts, ends, node_byte, trie_pack, trans, flags, step, frames, row, exit_nodes,
                    cbuf, cdepth, step_block, arena_cap, config_cap, info, ids, clear):
     """``row`` cleared (when ``clear``), the ranges walked into it (:func:`._walk.walk_trie_packed`) and
-    the ids it accepts listed into ``ids`` while they fit (their count: ``info[8]``); returns the
-    exit count. Empty ``ends`` (``_AS_SUBTREES``): each range is the subtree of its start node (a
+    the ids it accepts listed into ``ids`` while they fit (their count: ``info[8]``; the walk lists
+    them as it sets their bits, in the order walked, so a cleared row is not scanned, ~1 µs on a
+    4,748-word row); returns the exit count. Empty ``ends`` (``_AS_SUBTREES``): each range is the subtree of its start node (a
     context resolution's exit nodes), its end and first byte read here from the trie (the walk skips
     a range whose first byte's class already died)."""
     if clear:
@@ -247,14 +248,16 @@ def _walk_and_list(top, par, starts, ends, node_byte, trie_pack, trans, flags, s
     for k in range(5):
         info[k] = 0
     info[3] = 1 << 30
+    info[8] = 0
     n_exit = 0
     if starts.shape[0] > 0:
         n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, start_bytes, node_byte, trie_pack, trans,
                                             flags, step, frames, row, exit_nodes, cbuf, cdepth, step_block,
-                                            arena_cap, config_cap, info)
+                                            arena_cap, config_cap, info, ids)
         if info[2] != 0:
             return n_exit
-    info[8] = _count_and_list(row, ids)
+    if not clear:  # (the row held tokens before the walk: the walk listed only its own)
+        info[8] = _count_and_list(row, ids)
     return n_exit
 
 
