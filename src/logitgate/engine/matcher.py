@@ -414,20 +414,23 @@ class GrammarMatcher:
             _write_set(row, sm.kind, sm.data, k == 0, base)
             p = pars.item(k)
             if p >= 0 and sm.exits.shape[0]:
-                ctx = pool.contexts.get(t << 32 | p)
-                _set_ids(row, self._context(t, p) if ctx is None else ctx)
+                _set_ids(row, self._context(t, p))
         if self.can_terminate():
             _set_ids(row, self._stop_ids)
 
     def _context(self, top: int, parent: int) -> np.ndarray:
         """The tokens stack ``(top, parent)`` adds to ``top``'s own (:meth:`CompiledGrammar.context_tokens`),
-        remembered in the frame pool (bounded: cleared at ``_CONTEXT_MEMO_LIMIT`` stacks)."""
+        remembered in the frame pool (bounded: cleared at ``_CONTEXT_MEMO_LIMIT`` stacks). (The
+        one-stack fill reads the pool's memo itself first: a method call is a tenth of a step.)"""
         pool = self._pool
-        ids = self._cg.context_tokens(top, parent, pool)
         memo = pool.contexts
-        if len(memo) >= _CONTEXT_MEMO_LIMIT:
-            memo.clear()
-        memo[top << 32 | parent] = ids
+        key = top << 32 | parent
+        ids = memo.get(key)
+        if ids is None:
+            ids = self._cg.context_tokens(top, parent, pool)
+            if len(memo) >= _CONTEXT_MEMO_LIMIT:
+                memo.clear()
+            memo[key] = ids
         return ids
 
     def get_next_token_ids(self) -> np.ndarray:
