@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
-from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, Special
+from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, Special, memo
 from ._automata_kernels import LEFT_RECURSIVE, TOO_MANY_CHAINS, assemble_packed
 from .automata import DFA, Program, is_productive, minimize, trim
 from .lru import LRU
@@ -203,10 +203,10 @@ def _nullable(e: Expr, nullable: dict[str, bool]) -> bool:
         return False
     if t is not Ref and t is not Special and e._ref_free:  # type: ignore[attr-defined]
         # (reference-free parts -- string bodies, numbers -- are shared: decided once, on the node)
-        v = e._nullable  # type: ignore[attr-defined]
+        m = memo(e)  # type: ignore[arg-type]
+        v = m.nullable
         if v < 0:
-            v = int(_nullable_of(e, t, nullable))
-            object.__setattr__(e, "_nullable", v)
+            v = m.nullable = int(_nullable_of(e, t, nullable))
         return bool(v)
     return _nullable_of(e, t, nullable)
 
@@ -246,10 +246,10 @@ def _size(e: Expr, ref_size: dict[str, int], cap: int, depth: int = 0) -> int:
         return 2
     if t is not Ref and t is not Special and e._ref_free:  # type: ignore[attr-defined]
         # (reference-free parts -- string bodies, numbers -- are shared: measured once, on the node)
-        n = e._size  # type: ignore[attr-defined]
+        m = memo(e)  # type: ignore[arg-type]
+        n = m.size
         if n < 0:
-            n = min(_measure(e, t, ref_size, _MEASURED, depth), _MEASURED + 1)
-            object.__setattr__(e, "_size", n)
+            n = m.size = min(_measure(e, t, ref_size, _MEASURED, depth), _MEASURED + 1)
         if n <= _MEASURED or cap <= _MEASURED:
             return n
     return _measure(e, t, ref_size, cap, depth)
@@ -290,10 +290,10 @@ def _is_lexeme_like(e: Expr, min_bytes: int, remember: bool = True) -> bool:
         t = type(x)
         composite = t is Seq or t is Alt or t is And or t is Repeat or t is Not
         if remember and composite and x._ref_free:  # type: ignore[attr-defined]
-            v = x._lexeme  # type: ignore[attr-defined]
+            m = memo(x)  # type: ignore[arg-type]
+            v = m.lexeme
             if v < 0 or v >> 1 != min_bytes:
-                v = 2 * min_bytes + _is_lexeme_like(x, min_bytes, False)
-                object.__setattr__(x, "_lexeme", v)
+                v = m.lexeme = 2 * min_bytes + _is_lexeme_like(x, min_bytes, False)
             if v & 1:
                 return True
             continue

@@ -101,25 +101,16 @@ def _cached_hash(e: Any, key: tuple) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Bytes(Expr):
-    value: bytes
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.value, bytes):
-            raise GrammarError(f"Bytes needs a bytes value, got {type(self.value).__name__}")
+    value: bytes  # (checked to be bytes: see _install_fast_inits)
 
 
 @dataclass(frozen=True, slots=True)
 class ByteSet(Expr):
     """One byte from sorted, disjoint, inclusive ``(lo, hi)`` ranges within 0..255."""
 
-    ranges: tuple[tuple[int, int], ...]
+    ranges: tuple[tuple[int, int], ...]  # (checked: see _install_fast_inits)
     _normal: bool = field(default=False, init=False, repr=False, compare=False)
     _mask: int | None = field(default=None, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        for r in self.ranges:
-            if len(r) != 2 or not (0 <= r[0] <= r[1] <= 255):
-                raise GrammarError(f"bad byte range {r!r} (need 0 <= lo <= hi <= 255)")
 
     def contains(self, byte: int) -> bool:
         return any(lo <= byte <= hi for lo, hi in self.ranges)
@@ -146,15 +137,8 @@ class _Composite(Expr):
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
     _normal: bool = field(default=False, init=False, repr=False, compare=False)
     _ref_free: bool = field(default=False, init=False, repr=False, compare=False)  # known to hold no Ref
-    #: the engine's size estimate of a reference-free node, once made (-1: not yet)
-    _size: int = field(default=-1, init=False, repr=False, compare=False)
-    #: whether a reference-free node derives the empty string, once known (-1: not yet)
-    _nullable: int = field(default=-1, init=False, repr=False, compare=False)
-    #: whether a reference-free node is lexeme-like for the engine, once known: ``2 * min_bytes + answer``
-    #: for the ``min_bytes`` asked (-1: not yet)
-    _lexeme: int = field(default=-1, init=False, repr=False, compare=False)
-    #: ``(refs, boolean_refs)`` of a node that is a rule's whole body, once scanned (see _scan_refs)
-    _scanned: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    #: facts the engine remembers about a node, once asked (None: none yet; see :class:`_Memo`)
+    _memo: _Memo | None = field(default=None, init=False, repr=False, compare=False)
 
     def _key(self) -> tuple:
         raise NotImplementedError
@@ -165,6 +149,33 @@ class _Composite(Expr):
 
     def __reduce__(self) -> tuple:  # rebuilt, not copied: the cached hash is valid in one process only
         return (type(self), self._key())
+
+
+class _Memo:
+    """What the engine learned about a composite node, kept on it (nodes are shared by grammars:
+    string bodies, numbers, library rules). One slot on the node for all of them: a node is made
+    with its slots set, and most nodes are never asked."""
+
+    __slots__ = ("lexeme", "nullable", "scanned", "size")
+
+    def __init__(self) -> None:
+        #: the engine's size estimate of a reference-free node (-1: not yet)
+        self.size = -1
+        #: whether a reference-free node derives the empty string (-1: not yet)
+        self.nullable = -1
+        #: whether a reference-free node is lexeme-like: ``2 * min_bytes + answer`` (-1: not yet)
+        self.lexeme = -1
+        #: ``(refs, boolean_refs)`` of a node that is a rule's whole body (see _scan_refs)
+        self.scanned: tuple | None = None
+
+
+def memo(e: _Composite) -> _Memo:
+    """The :class:`_Memo` of a composite node (made on first use)."""
+    m = e._memo
+    if m is None:
+        m = _Memo()
+        object.__setattr__(e, "_memo", m)
+    return m
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,16 +202,12 @@ class Alt(_Items):
 @dataclass(frozen=True, slots=True)
 class Repeat(_Composite):
     item: Expr
-    min: int
+    min: int  # (bounds checked: see _install_fast_inits)
     max: int | None
     __hash__ = _Composite.__hash__
 
     def _key(self) -> tuple:
         return (self.item, self.min, self.max)
-
-    def __post_init__(self) -> None:
-        if self.min < 0 or (self.max is not None and self.max < self.min):
-            raise GrammarError(f"bad repetition bounds {{{self.min},{self.max}}}")
 
     def children(self) -> tuple[Expr, ...]:
         return (self.item,)
@@ -226,6 +233,65 @@ class Not(_Composite):
 
     def children(self) -> tuple[Expr, ...]:
         return (self.item,)
+
+
+def _install_fast_inits() -> None:
+    """Replace the nodes' dataclass ``__init__`` (the signature type checkers see) by one that sets
+    the slots through their descriptors and checks the fields.
+
+    A frozen dataclass sets each field with ``object.__setattr__``, ~0.2 µs a field here, and a
+    compile makes thousands of nodes: a ``Seq`` took 1.7 µs to make, 0.5 this way."""
+    def setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+        return vars(cls)[name].__set__  # (the slot's member descriptor)
+
+    h, n, r, m = (setter(_Composite, x) for x in ("_hash", "_normal", "_ref_free", "_memo"))
+
+    def bytes_init(self: Bytes, value: bytes, _v=setter(Bytes, "value"), _bytes=bytes) -> None:
+        if type(value) is not _bytes and not isinstance(value, _bytes):
+            raise GrammarError(f"Bytes needs a bytes value, got {type(value).__name__}")
+        _v(self, value)
+
+    def byteset_init(self: ByteSet, ranges: tuple[tuple[int, int], ...], _r=setter(ByteSet, "ranges"),
+                     _n=setter(ByteSet, "_normal"), _mask=setter(ByteSet, "_mask")) -> None:
+        for x in ranges:
+            if len(x) != 2 or not (0 <= x[0] <= x[1] <= 255):
+                raise GrammarError(f"bad byte range {x!r} (need 0 <= lo <= hi <= 255)")
+        _r(self, ranges)
+        _n(self, False)
+        _mask(self, None)
+
+    def items_init(self: _Items, items: tuple[Expr, ...], _i=setter(_Items, "items"), _h=h, _n=n, _f=r, _m=m) -> None:
+        _i(self, items)
+        _h(self, None)
+        _n(self, False)
+        _f(self, False)
+        _m(self, None)
+
+    def repeat_init(self: Repeat, item: Expr, min: int, max: int | None, _i=setter(Repeat, "item"),  # noqa: A002
+                    _lo=setter(Repeat, "min"), _hi=setter(Repeat, "max"), _h=h, _n=n, _f=r, _m=m) -> None:
+        if min < 0 or (max is not None and max < min):
+            raise GrammarError(f"bad repetition bounds {{{min},{max}}}")
+        _i(self, item)
+        _lo(self, min)
+        _hi(self, max)
+        _h(self, None)
+        _n(self, False)
+        _f(self, False)
+        _m(self, None)
+
+    def not_init(self: Not, item: Expr, _i=setter(Not, "item"), _h=h, _n=n, _f=r, _m=m) -> None:
+        _i(self, item)
+        _h(self, None)
+        _n(self, False)
+        _f(self, False)
+        _m(self, None)
+
+    for cls, init in ((Bytes, bytes_init), (ByteSet, byteset_init), (Seq, items_init), (Alt, items_init),
+                      (And, items_init), (Repeat, repeat_init), (Not, not_init)):
+        cls.__init__ = init  # type: ignore[method-assign]
+
+
+_install_fast_inits()
 
 
 @dataclass(frozen=True)
@@ -531,15 +597,15 @@ def _scan_refs(e: Expr) -> tuple[tuple[str, ...], tuple[str, ...]]:
     referenced inside an ``And``/``Not`` operand -- in one walk that skips (and marks) subtrees
     without references, which builders share widely (string bodies, number automata). Remembered
     on a composite ``e``: library rules (any JSON value, ...) are the same nodes in every grammar."""
-    done = getattr(e, "_scanned", None)
-    if done is not None:
-        return done
+    composite = isinstance(e, _Composite)
+    if composite and e._memo is not None and e._memo.scanned is not None:  # type: ignore[attr-defined]
+        return e._memo.scanned  # type: ignore[attr-defined]
     refs: list[str] = []
     inside: list[str] = []
     _scan(e, False, refs, inside)
     out = (tuple(refs), tuple(inside))
-    if isinstance(e, _Composite):
-        object.__setattr__(e, "_scanned", out)
+    if composite:
+        memo(e).scanned = out  # type: ignore[arg-type]
     return out
 
 
