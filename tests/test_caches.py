@@ -129,3 +129,27 @@ def test_schemas_differing_in_property_order_are_different_grammars() -> None:
         m = lg.GrammarMatcher(compiler.compile_json_schema(schema))
         text = "{" + ",".join(f'"{k}":1' for k in order) + "}"
         assert m.accept_string(text) and m.can_terminate(), order
+
+
+def test_compiled_schemas_are_cached_by_their_exact_document() -> None:
+    """Equal documents share one compiled grammar; documents that differ as JSON text (a key order,
+    ``1`` against ``1.0``) do not; a document that cannot be keyed is compiled, not kept."""
+    compiler = lg.GrammarCompiler(small_vocab(['{"a": 1}']))
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"const": 1}}}
+    first = compiler.compile_json_schema(schema)
+    assert compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"},
+                                                                          "b": {"const": 1}}}) is first
+    assert compiler.compile_json_schema({"type": "object", "properties": {"b": {"const": 1},
+                                                                          "a": {"type": "integer"}}}) is not first
+    assert compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"},
+                                                                          "b": {"const": 1.0}}}) is not first
+
+    class Unpicklable(dict):
+        def __reduce_ex__(self, protocol):
+            raise TypeError("no pickling")
+
+    odd = Unpicklable(type="integer")
+    one = compiler.compile_json_schema(odd)
+    assert compiler.compile_json_schema(odd) is not one  # compiled each time, never a wrong hit
+    m = lg.GrammarMatcher(one)
+    assert m.accept_string("42")

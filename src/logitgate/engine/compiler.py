@@ -21,6 +21,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import json
+import pickle
 import re
 import threading
 import weakref
@@ -124,6 +125,18 @@ def _collector_paused() -> Iterator[None]:
             _gc_pauses -= 1
             if _gc_pauses == 0 and _gc_resume:
                 gc.enable()
+
+
+def _schema_key(schema: dict | bool | list) -> bytes | None:
+    """The compile-cache key of a JSON Schema document: its pickle, which keeps key order
+    (properties come in declared order) and tells ``1``, ``1.0`` and ``True`` apart, as JSON text
+    does; a third of ``json.dumps``'s time (27 µs for a median MaskBench schema, warm).
+    Equal pickles are equal documents (a document whose objects are shared differently pickles
+    otherwise: a cache miss, never a wrong hit). None when the document does not pickle."""
+    try:
+        return pickle.dumps(schema, protocol=5)
+    except Exception:  # (not plain JSON data; the converter says what is wrong with it)
+        return None
 
 
 _RUNTIMES: weakref.WeakValueDictionary[str, TokenRuntime] = weakref.WeakValueDictionary()
@@ -481,10 +494,11 @@ class GrammarCompiler:
         :func:`logitgate.grammar.json_schema.json_schema_grammar` for ``options``."""
         key_schema = schema
         if isinstance(schema, dict | bool | list):
-            key_schema = json.dumps(schema)  # (key order kept: properties come in declared order)
+            key_schema = _schema_key(schema)
         elif isinstance(schema, type):
             key_schema = f"{schema.__module__}.{schema.__qualname__}@{id(schema)}"
-        key = ("json_schema", key_schema, tuple(sorted((k, repr(v)) for k, v in options.items())))
+        key = None if key_schema is None else (
+            "json_schema", key_schema, tuple(sorted((k, repr(v)) for k, v in options.items())))
         return self._cached(key, lambda: Grammar.from_json_schema(schema, **options))
 
     def compile_regex(self, pattern: str, **options: Any) -> CompiledGrammar:
@@ -513,15 +527,17 @@ class GrammarCompiler:
         return self._store
 
     # ------------------------------------------------------------------ internals
-    def _cached(self, key: tuple, make) -> CompiledGrammar:
-        if self.cache_enabled:
+    def _cached(self, key: tuple | None, make) -> CompiledGrammar:
+        """The grammar compiled for ``key`` (None: no key could be made, compiled and not kept)."""
+        keep = self.cache_enabled and key is not None
+        if keep:
             with self._lock:
                 hit = self._by_input.get(key)
             if hit is not None:
                 return hit
         with _collector_paused() if self.pause_gc else nullcontext():
             cg = self._compile(make())
-        if self.cache_enabled:
+        if keep:
             with self._lock:
                 self._by_input.setdefault(key, cg)
         return cg
