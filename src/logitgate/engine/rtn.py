@@ -347,7 +347,7 @@ def _tail_refs(e: Expr, out: list[str]) -> list[str]:
 
 def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: Mapping[str, tuple[str, ...]],
                  refcount: dict[str, int], root: str, called_set: set[str], forced_inline: set[str],
-                 max_rules: int) -> dict[str, str]:
+                 max_rules: int, sccs: list[list[str]], recursive: set[str]) -> dict[str, str]:
     """The rules to build inside another rule's automaton, each with that rule (its host).
 
     A rule every reference of which is a *tail* reference (the last thing its caller reads) ends
@@ -360,7 +360,8 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
     one (it is inlined where it is not read last). A host takes at most ``max_rules`` rules; a
     rule beyond that stays called and hosts the rules it reads last itself. Rules used inside an
     ``And``/``Not`` operand (``forced_inline``, closed under reference) are neither: operands are
-    built as plain regular expressions.
+    built as plain regular expressions. ``sccs`` are the grammar's components, callees first, and
+    ``recursive`` the rules in a cycle.
     """
     referrers: dict[str, list[str]] = {}
     for n, rs in refs.items():
@@ -384,9 +385,13 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
         return {}
     # callers first, a cycle of candidates (tail references going round: a loop) as one
     host: dict[str, str] = {}
-    graph = {t: [r for r in refs[t] if r in candidates] for t in rules if t in candidates}
+    if candidates.isdisjoint(recursive):  # (nearly always: the grammar's order, candidates alone)
+        order = [[t] for comp in reversed(sccs) for t in comp if t in candidates]
+    else:
+        graph = {t: [r for r in refs[t] if r in candidates] for t in rules if t in candidates}
+        order = list(reversed(_sccs(graph)))
     taken: dict[str, int] = {}  # rules merged into each host so far
-    for comp in reversed(_sccs(graph)):
+    for comp in order:
         members = set(comp)
         outside = {host.get(p, p) for t in comp for p in referrers[t] if p not in members}
         one = outside.pop() if len(outside) == 1 else None
@@ -460,7 +465,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
     for n in candidates:
         if sizes[n] > cap or _is_lexeme_like(rules[n], min_bytes):  # (used once: known lexeme-like)
             called_set.add(n)
-    merged = _tail_merges(rules, refs, all_refs, refcount, g.root, called_set, forced_inline, limits.merge_max_rules)
+    merged = _tail_merges(rules, refs, all_refs, refcount, g.root, called_set, forced_inline,
+                          limits.merge_max_rules, sccs, recursive)
     called_set.difference_update(merged)
     called_set.update(merged.values())  # a host is called (its merged rules end where it ends)
     called: list[str] = [g.root] + [n for n in rules if n != g.root and n in called_set]
@@ -607,6 +613,9 @@ class _NamedCalls:
     nfa_states: int
     #: this rule's digest by its callees' digests (in ``callees`` order), see :func:`_rule_hashes`
     digests: dict = field(default_factory=dict, compare=False, repr=False)
+    #: the DFA by its callees' rule ids (:meth:`with_ids`: grammars that share a rule mostly number
+    #: its callees alike; the DFAs are never changed, only facts about them remembered)
+    by_ids: dict = field(default_factory=dict, compare=False, repr=False)
     serial: int = field(default_factory=lambda: next(_SERIALS), compare=False)  # (never reused)
 
     @classmethod
@@ -621,12 +630,17 @@ class _NamedCalls:
         d = self.dfa
         if not self.callees:
             return d
-        ids = [rule_id[n] for n in self.callees]
-        rule = np.array(ids, dtype=np.int32)[d.call_rule]
-        o = np.lexsort((rule, d.call_src))  # calls sorted by source, then rule id
-        out = d.with_calls(d.call_src[o], rule[o], d.call_dst[o])
-        out.__dict__["_named"] = self  # (kept by further with_calls renumberings)
-        out.__dict__["_callees"] = sorted(ids)  # (its callee rule ids: see compile_rtn)
+        ids = tuple([rule_id[n] for n in self.callees])
+        out = self.by_ids.get(ids)
+        if out is None:
+            rule = np.array(ids, dtype=np.int32)[d.call_rule]
+            o = np.lexsort((rule, d.call_src))  # calls sorted by source, then rule id
+            out = d.with_calls(d.call_src[o], rule[o], d.call_dst[o])
+            out.__dict__["_named"] = self  # (kept by further with_calls renumberings)
+            out.__dict__["_callees"] = sorted(ids)  # (its callee rule ids: see compile_rtn)
+            if len(self.by_ids) >= 8:
+                self.by_ids.clear()
+            self.by_ids[ids] = out
         return out
 
 
