@@ -46,20 +46,31 @@ class RefResolver:
         spec = {"draft4": drafts.DRAFT4, "draft6": drafts.DRAFT6, "draft7": drafts.DRAFT7,
                 "draft2019-09": drafts.DRAFT201909}.get(self.draft, drafts.DRAFT202012)
         self.spec = spec
-        try:
-            self._resource = lib.Resource.from_contents(root, default_specification=spec)
+        self._resource: Any = None
+        self.root_base = ""
+        # a root without an id has the base "": its resource is made when the registry is (most
+        # schemas have no $ref), unless its $schema is odd (made now: refused now if it is bad)
+        if not (isinstance(root, dict) and "$id" not in root and "id" not in root
+                and isinstance(root.get("$schema", ""), str)):
+            self._resource = self._make_resource(root)
             self.root_base = self._resource.id() or ""
-        except Exception as exc:  # malformed ids and the like
-            raise SchemaError(f"cannot index schema: {exc}", keyword="$id") from exc
         self._root = root
         self._plain: bool | None = None  # whether the document names no resource (found on first use)
         self._registry: Any = None
+
+    def _make_resource(self, root: Any) -> Any:
+        try:
+            return _referencing().Resource.from_contents(root, default_specification=self.spec)
+        except Exception as exc:  # malformed ids and the like
+            raise SchemaError(f"cannot index schema: {exc}", keyword="$id") from exc
 
     @property
     def registry(self) -> Any:
         """The schema's resources (every ``$id`` and anchor), indexed on first use: most schemas
         have no ``$ref``, and crawling a document costs about as much as converting a small one."""
         if self._registry is None:
+            if self._resource is None:
+                self._resource = self._make_resource(self._root)
             try:
                 registry = _referencing().Registry().with_resource(self.root_base, self._resource)
                 if self.root_base:
