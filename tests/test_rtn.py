@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import logitgate as lg
 from engine_cases import CASES, small_vocab, tail_chains
@@ -365,3 +367,28 @@ def test_an_automaton_built_for_a_special_is_digested_by_identity_not_by_its_tab
         assert d.table_digest() != by_table  # (not a hash of the table)
         digests.append(rtn.rule_hash[built])
     assert digests[0] is not None and digests[0] == digests[1]  # (the same automaton: shared masks)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 9).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n),
+    st.sets(st.integers(0, n - 1)))))
+def test_candidate_components_are_those_of_the_candidates_graph(case) -> None:
+    """The tail-merge candidates' components, taken from the whole grammar's, are the components
+    of the graph of the candidates alone, callers first (a rule's referrers before it)."""
+    from logitgate.engine import rtn as engine_rtn
+
+    n, edges, chosen = case
+    refs: dict[str, list[str]] = {f"r{i}": [] for i in range(n)}
+    for a, b in edges:
+        if f"r{b}" not in refs[f"r{a}"]:
+            refs[f"r{a}"].append(f"r{b}")
+    candidates = {f"r{i}" for i in chosen}
+    order = engine_rtn._candidate_order(engine_rtn._sccs(refs), refs, candidates)
+    alone = engine_rtn._sccs({t: [r for r in refs[t] if r in candidates] for t in refs if t in candidates})
+    assert sorted(map(sorted, order)) == sorted(map(sorted, alone))
+    position = {t: i for i, comp in enumerate(order) for t in comp}
+    for t in candidates:
+        for r in refs[t]:
+            if r in candidates and position[r] != position[t]:
+                assert position[t] < position[r]

@@ -278,11 +278,26 @@ def _measure(e: Expr, t: type, ref_size: dict[str, int], cap: int, depth: int) -
     return 1
 
 
-def _is_lexeme_like(e: Expr, min_bytes: int, remember: bool = True) -> bool:
-    """True if ``e`` repeats (unboundedly or widely) over a large set of bytes, e.g. string bodies.
+def _is_lexeme_like(e: Expr, min_bytes: int) -> bool:
+    """True if ``e`` repeats (unboundedly or widely) over a large set of bytes, e.g. string bodies
+    (the walk does not follow references).
 
-    The answer for a reference-free subtree met in the walk -- a number, a string body, shared by
-    many rules -- is remembered on its node (``remember``)."""
+    The answer is remembered on ``e`` -- a rule's body: a library rule's is the same node in every
+    grammar -- and on every reference-free subtree met in the walk (a number, a string body,
+    shared by many rules)."""
+    t = type(e)
+    if not (t is Seq or t is Alt or t is And or t is Repeat or t is Not):
+        return _lexeme_walk(e, min_bytes, True)
+    m = memo(e)  # type: ignore[arg-type]
+    v = m.lexeme
+    if v < 0 or v >> 1 != min_bytes:
+        v = m.lexeme = 2 * min_bytes + _lexeme_walk(e, min_bytes, not e._ref_free)  # type: ignore[attr-defined]
+    return bool(v & 1)
+
+
+def _lexeme_walk(e: Expr, min_bytes: int, remember: bool) -> bool:
+    """:func:`_is_lexeme_like` of ``e``, the answers for reference-free subtrees remembered on them
+    (``remember``: read and written; else not used)."""
     stack = [e]
     pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
@@ -293,7 +308,7 @@ def _is_lexeme_like(e: Expr, min_bytes: int, remember: bool = True) -> bool:
             m = memo(x)  # type: ignore[arg-type]
             v = m.lexeme
             if v < 0 or v >> 1 != min_bytes:
-                v = m.lexeme = 2 * min_bytes + _is_lexeme_like(x, min_bytes, False)
+                v = m.lexeme = 2 * min_bytes + _lexeme_walk(x, min_bytes, False)
             if v & 1:
                 return True
             continue
@@ -345,9 +360,37 @@ def _tail_refs(e: Expr, out: list[str]) -> list[str]:
     return out
 
 
+def _tails_of(body: Expr) -> tuple[str, ...]:
+    """:func:`_tail_refs` of a rule's whole body (remembered on a composite one: library rules'
+    bodies are the same nodes in every grammar)."""
+    if not isinstance(body, Seq | Alt):
+        return tuple(_tail_refs(body, []))
+    m = memo(body)
+    if m.tails is None:
+        m.tails = tuple(_tail_refs(body, []))
+    return m.tails
+
+
+def _candidate_order(sccs: list[list[str]], refs: dict[str, list[str]], candidates: set[str]) -> list[list[str]]:
+    """The components of the graph of ``candidates`` (edges: ``refs`` between candidates), callers
+    first, from the whole graph's components ``sccs`` (callees first): a component of that graph
+    lies inside one of the whole graph's, and only one holding two candidates or more needs a
+    search of its own."""
+    order: list[list[str]] = []
+    for comp in reversed(sccs):
+        inside = [t for t in comp if t in candidates]
+        if len(inside) <= 1:
+            if inside:
+                order.append(inside)
+            continue
+        members = set(inside)
+        order.extend(reversed(_sccs({t: [r for r in refs[t] if r in members] for t in inside})))
+    return order
+
+
 def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: Mapping[str, tuple[str, ...]],
                  refcount: dict[str, int], root: str, called_set: set[str], forced_inline: set[str],
-                 max_rules: int, sccs: list[list[str]], recursive: set[str]) -> dict[str, str]:
+                 max_rules: int, sccs: list[list[str]]) -> dict[str, str]:
     """The rules to build inside another rule's automaton, each with that rule (its host).
 
     A rule every reference of which is a *tail* reference (the last thing its caller reads) ends
@@ -360,14 +403,13 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
     one (it is inlined where it is not read last). A host takes at most ``max_rules`` rules; a
     rule beyond that stays called and hosts the rules it reads last itself. Rules used inside an
     ``And``/``Not`` operand (``forced_inline``, closed under reference) are neither: operands are
-    built as plain regular expressions. ``sccs`` are the grammar's components, callees first, and
-    ``recursive`` the rules in a cycle.
+    built as plain regular expressions. ``sccs`` are the grammar's components, callees first.
     """
     referrers: dict[str, list[str]] = {}
     for n, rs in refs.items():
         for r in rs:
             referrers.setdefault(r, []).append(n)
-    tails: dict[str, list[str]] = {}
+    tails: dict[str, tuple[str, ...]] = {}
     candidates: set[str] = set()
     for t, ps in referrers.items():
         if t == root or t in forced_inline:
@@ -375,7 +417,7 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
         ok = True
         for p in ps:
             if p not in tails:
-                tails[p] = _tail_refs(rules[p], [])
+                tails[p] = _tails_of(rules[p])
             if tails[p].count(t) != all_refs[p].count(t):
                 ok = False
                 break
@@ -385,13 +427,8 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
         return {}
     # callers first, a cycle of candidates (tail references going round: a loop) as one
     host: dict[str, str] = {}
-    if candidates.isdisjoint(recursive):  # (nearly always: the grammar's order, candidates alone)
-        order = [[t] for comp in reversed(sccs) for t in comp if t in candidates]
-    else:
-        graph = {t: [r for r in refs[t] if r in candidates] for t in rules if t in candidates}
-        order = list(reversed(_sccs(graph)))
     taken: dict[str, int] = {}  # rules merged into each host so far
-    for comp in order:
+    for comp in _candidate_order(sccs, refs, candidates):
         members = set(comp)
         outside = {host.get(p, p) for t in comp for p in referrers[t] if p not in members}
         one = outside.pop() if len(outside) == 1 else None
@@ -466,7 +503,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
         if sizes[n] > cap or _is_lexeme_like(rules[n], min_bytes):  # (used once: known lexeme-like)
             called_set.add(n)
     merged = _tail_merges(rules, refs, all_refs, refcount, g.root, called_set, forced_inline,
-                          limits.merge_max_rules, sccs, recursive)
+                          limits.merge_max_rules, sccs)
     called_set.difference_update(merged)
     called_set.update(merged.values())  # a host is called (its merged rules end where it ends)
     called: list[str] = [g.root] + [n for n in rules if n != g.root and n in called_set]

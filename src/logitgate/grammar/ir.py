@@ -156,17 +156,20 @@ class _Memo:
     string bodies, numbers, library rules). One slot on the node for all of them: a node is made
     with its slots set, and most nodes are never asked."""
 
-    __slots__ = ("lexeme", "nullable", "scanned", "size")
+    __slots__ = ("lexeme", "nullable", "scanned", "size", "tails")
 
     def __init__(self) -> None:
         #: the engine's size estimate of a reference-free node (-1: not yet)
         self.size = -1
         #: whether a reference-free node derives the empty string (-1: not yet)
         self.nullable = -1
-        #: whether a reference-free node is lexeme-like: ``2 * min_bytes + answer`` (-1: not yet)
+        #: whether a reference-free node or a rule's whole body is lexeme-like: ``2 * min_bytes +
+        #: answer`` (-1: not yet)
         self.lexeme = -1
         #: ``(refs, boolean_refs)`` of a node that is a rule's whole body (see _scan_refs)
         self.scanned: tuple | None = None
+        #: the rules a rule's whole body references last, with repeats (once asked)
+        self.tails: tuple[str, ...] | None = None
 
 
 def memo(e: _Composite) -> _Memo:
