@@ -503,3 +503,30 @@ def test_reachable_is_remembered_and_other_roots_still_trim() -> None:
     assert set(full.reachable("b").rules) == {"b"}
     assert set(g.reachable().rules) == {"root", "b"}  # (the original keeps its unreachable rule)
     assert set(g.rules) == {"root", "b", "c"}
+
+
+def test_ir_nodes_check_their_fields_and_stay_immutable() -> None:
+    """The nodes' fast constructors check what the dataclass fields promise; nodes are frozen,
+    equal and hashed by their fields (not by what the engine remembers on them) and pickle."""
+    import dataclasses
+    import pickle
+
+    from logitgate.errors import GrammarError
+    from logitgate.grammar.ir import Alt, And, Not, Repeat, memo
+
+    for bad in (lambda: Bytes("x"), lambda: ByteSet(((3, 1),)), lambda: ByteSet(((0, 256),)),
+                lambda: Repeat(Bytes(b"a"), 2, 1), lambda: Repeat(Bytes(b"a"), -1, None)):
+        with pytest.raises(GrammarError):
+            bad()
+    a, b = Bytes(b"a"), ByteSet(((48, 57),))
+    nodes = [Seq((a, b)), Alt((a, b)), And((b, b)), Repeat(b, 1, 3), Not(a)]
+    for node in nodes:
+        # (FrozenInstanceError; CPython before 3.12 raises TypeError for a frozen dataclass with
+        # slots, gh-90055 -- either way the node is unchanged)
+        with pytest.raises((dataclasses.FrozenInstanceError, TypeError)):
+            node.items = ()  # type: ignore[misc]
+        twin = pickle.loads(pickle.dumps(node))
+        memo(node).size = 7  # (a fact the engine keeps: no part of the node's identity)
+        assert twin == node and hash(twin) == hash(node) and twin is not node
+    assert Seq((a, b)) != Seq((b, a)) and Repeat(b, 1, 3) != Repeat(b, 1, None)
+    assert dataclasses.replace(Repeat(b, 1, 3), max=5) == Repeat(b, 1, 5)
