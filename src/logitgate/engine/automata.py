@@ -550,7 +550,9 @@ def _special_dfa(expr: Special, max_states: int) -> DFA:
     # build equal tables, and find this one in the standalone cache) -- not a SHA-256 over the table,
     # which a grammar's first mask paid for every built automaton it calls (a counted string bounded
     # by maxLength: 6000 has 120,000 states; 30 ms on a MaskBench schema with dozens of them) -- nor
-    # even over the serial: 32 bytes, as long as a digest, are enough.
+    # even over the serial: 32 bytes, as long as a digest, are enough. (A rule's DFA in the larger
+    # rule cache, rtn._RULE_DFAS, may keep an automaton this cache has dropped: a grammar that builds
+    # the rule again gets another identity for the same table -- masks shared less, never wrongly.)
     out.__dict__["_table_digest"] = b"built automaton %016d" % next(_BUILT_SERIALS)
     return out
 
