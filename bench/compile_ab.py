@@ -18,7 +18,6 @@ import argparse
 import gc
 import importlib
 import json
-import random
 import subprocess
 import sys
 import tempfile
@@ -43,15 +42,14 @@ def compiler(package: str):
 
 
 def main() -> None:
+    from logitgate.benchmarks.maskbench import add_file_arguments, select_files
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--base", required=True, help="git revision to compare the working tree with")
-    p.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "data" / "maskbench"))
-    p.add_argument("--sample", type=int, default=600)
-    p.add_argument("--seed", type=int, default=1)
+    add_file_arguments(p)  # (the files `logitgate bench maskbench` takes, the same sample for a seed)
+    p.set_defaults(data_dir=str(ROOT.parent / "shared" / "data" / "maskbench"), sample=600, seed=1)
     args = p.parse_args()
-    paths = sorted(Path(args.data_dir).glob("*.json"))
-    paths = sorted(random.Random(args.seed).sample(paths, min(args.sample, len(paths))))
-    schemas = [json.loads(path.read_text())["schema"] for path in paths]
+    schemas = [json.loads(path.read_text())["schema"] for path in select_files(args)]
     with tempfile.TemporaryDirectory() as tmp:
         extract_base(args.base, Path(tmp))
         sys.path.insert(0, tmp)

@@ -248,7 +248,7 @@ def _install_fast_inits() -> None:
         return vars(cls)[name].__set__  # (the slot's member descriptor)
 
     h, n, r, m = (setter(_Composite, x) for x in ("_hash", "_normal", "_ref_free", "_memo"))
-    set_value, set_ranges, set_set_normal, set_mask = (
+    set_value, set_ranges, set_byteset_normal, set_mask = (
         setter(Bytes, "value"), setter(ByteSet, "ranges"), setter(ByteSet, "_normal"), setter(ByteSet, "_mask"))
     set_items, set_item, set_min, set_max, set_not_item = (
         setter(_Items, "items"), setter(Repeat, "item"), setter(Repeat, "min"), setter(Repeat, "max"),
@@ -259,7 +259,7 @@ def _install_fast_inits() -> None:
             raise GrammarError(f"Bytes needs a bytes value, got {type(value).__name__}")
         _v(self, value)
 
-    def byteset_init(self: ByteSet, ranges: tuple[tuple[int, int], ...], _r=set_ranges, _n=set_set_normal,
+    def byteset_init(self: ByteSet, ranges: tuple[tuple[int, int], ...], _r=set_ranges, _n=set_byteset_normal,
                      _mask=set_mask) -> None:
         for x in ranges:
             if len(x) != 2 or not (0 <= x[0] <= x[1] <= 255):
@@ -606,8 +606,9 @@ def _scan_refs(e: Expr) -> tuple[tuple[str, ...], tuple[str, ...]]:
     without references, which builders share widely (string bodies, number automata). Remembered
     on a composite ``e``: library rules (any JSON value, ...) are the same nodes in every grammar."""
     composite = isinstance(e, _Composite)
-    if composite and e._memo is not None and e._memo.scanned is not None:  # type: ignore[attr-defined]
-        return e._memo.scanned  # type: ignore[attr-defined]
+    known = e._memo if composite else None  # type: ignore[attr-defined]
+    if known is not None and known.scanned is not None:
+        return known.scanned
     refs: list[str] = []
     inside: list[str] = []
     _scan(e, False, refs, inside)
