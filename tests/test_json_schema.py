@@ -822,6 +822,28 @@ def test_counted_string_contents_are_built_minimal_with_the_language_of_the_repe
             assert np.array_equal(a, b)
 
 
+def test_counted_string_tables_do_not_share_memory_with_the_layer_they_are_made_from():
+    """A counted string's layer is made once per kind (plain, quoted, or null) and each table is
+    written from it: a table written to afterwards leaves the next build of any kind unchanged."""
+    from logitgate.engine.automata import minimize, standalone_dfa
+    from logitgate.grammar.json_schema.lengths import build_counted
+
+    def dfa_of(e):
+        return minimize(standalone_dfa(e, None, 100_000))
+
+    kinds = [(2, 5), (2, 5, True), (2, 5, True, "null"), (3, None, True)]
+    first = [build_counted(args, dfa_of, 100_000) for args in kinds]
+    for _, table, final, *_ in first:  # (a caller scribbling over what it was given)
+        table.fill(7)
+        final.fill(True)
+    for args, (byte_class, _, _, start, layout) in zip(kinds, first):
+        again = build_counted(args, dfa_of, 100_000)
+        fresh = build_counted(args, dfa_of, 100_000)
+        assert again[1] is not fresh[1] and np.array_equal(again[1], fresh[1])
+        assert (again[1] != 7).any() and np.array_equal(again[0], byte_class) and again[3:] == (start, layout)
+        assert again[2].sum() == (1 if len(args) > 2 else args[1] - args[0] + 1 if args[1] else 1)
+
+
 def test_nullable_counted_string_is_one_automaton():
     """``{"type": ["string", "null"], "maxLength": n}`` is one rule built directly (``lengths.or_null``),
     not an alternation for the subset construction to walk again; its language is unchanged."""

@@ -954,15 +954,20 @@ def _estimate(e: Expr, memo: dict[int, int]) -> int:
 
 
 def _parse_flags(flags: int | str) -> tuple[bool, bool]:
+    if not flags:  # (the usual case: no enum arithmetic, a few microseconds each)
+        return False, False
     if isinstance(flags, str):
         bad = set(flags) - set("isu")
         if bad:
             raise UnsupportedFeatureError(f"regex flags {''.join(sorted(bad))!r} are not supported")
         return "i" in flags, "s" in flags
-    known = re.IGNORECASE | re.DOTALL | re.UNICODE
+    known = _KNOWN_FLAGS
     if flags & ~known:
         raise UnsupportedFeatureError(f"regex flags {re.RegexFlag(flags & ~known)!r} are not supported")
     return bool(flags & re.IGNORECASE), bool(flags & re.DOTALL)
+
+
+_KNOWN_FLAGS = int(re.IGNORECASE | re.DOTALL | re.UNICODE)
 
 
 def regex_expr(

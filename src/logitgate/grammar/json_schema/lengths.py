@@ -93,28 +93,9 @@ def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -
     """
     lo, hi = args[:2]
     quoted, null = len(args) > 2, len(args) > 3
-    if not _CHAR:
-        _CHAR.append(dfa_of(any_char()))
-    d = _CHAR[0]
-    n, k = d.trans.shape
-    finals = np.flatnonzero(d.final)
-    if len(finals) != 1 or (d.trans[finals[0]] >= 0).any() or finals[0] == d.start:  # pragma: no cover
-        raise AssertionError("a character's automaton must end in one state with no way on")
-    f = int(finals[0])
-    inner = [d.start] + [q for q in range(n) if q != f and q != d.start]  # a layer's states, its start first
-    m = len(inner)
-    where = np.full(n, -1, dtype=np.int64)
-    where[inner] = np.arange(m)
-    targets = d.trans[inner].astype(np.int64)  # (m, k) in the character's numbering
-    # one layer, targets relative to its first state (m: the next layer's start; -1: none)
-    layer = np.where(targets == f, m, np.where(targets >= 0, where[np.maximum(targets, 0)], -1)).astype(np.int32)
-    byte_class = np.asarray(d.byte_class, dtype=np.int32)
-    extra = 0  # states after the layers' own: start and end, and n, nu, nul
-    if quoted:
-        outside = b'"' + (_NULL.encode() if null else b"")  # the bytes read outside the layers
-        byte_class, layer = _own_classes(byte_class, layer, outside)
-        k = layer.shape[1]
-        extra = 2 + (len(_NULL) - 1 if null else 0)
+    byte_class, layer, valid = _layer(dfa_of, quoted, null)
+    m, k = layer.shape
+    extra = 0 if not quoted else 2 + (len(_NULL) - 1 if null else 0)  # start and end, and n, nu, nul
     layers = hi if hi is not None else lo
     count = layers * m + 1  # the layers, and "hi read" (bounded) or "lo read or more" (unbounded)
     if count + extra > max_states:
@@ -123,7 +104,7 @@ def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -
     table = np.full((count + extra, k), -1, dtype=np.int32)
     body = table[:layers * m].reshape(layers, m, k)
     body[:] = layer
-    np.add(body, (np.arange(layers, dtype=np.int32) * m)[:, None, None], out=body, where=layer >= 0)
+    np.add(body, (np.arange(layers, dtype=np.int32) * m)[:, None, None], out=body, where=valid)
     final = np.zeros(count + extra, dtype=bool)
     last = count - 1
     if hi is None:  # "lo read or more": a character more goes on in the last layer, or ends here again
@@ -148,6 +129,39 @@ def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -
         for i, b in enumerate(_NULL.encode()):
             table[path[i], byte_class[b]] = path[i + 1]
     return byte_class, table, final, start, layout
+
+
+def _layer(dfa_of: Callable[[Expr], Any], quoted: bool, null: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(byte_class, layer, layer >= 0)`` of :func:`build_counted`: one layer's table, its targets
+    relative to the layer's first state (``m``, the row count: the next layer's start; -1: none),
+    with the bytes read outside the layers in classes of their own when ``quoted``; made once per
+    kind (a compile that needs a counted string then only writes its table)."""
+    hit = _LAYERS.get((quoted, null))
+    if hit is not None:
+        return hit
+    if not _CHAR:
+        _CHAR.append(dfa_of(any_char()))
+    d = _CHAR[0]
+    n = d.trans.shape[0]
+    finals = np.flatnonzero(d.final)
+    if len(finals) != 1 or (d.trans[finals[0]] >= 0).any() or finals[0] == d.start:  # pragma: no cover
+        raise AssertionError("a character's automaton must end in one state with no way on")
+    f = int(finals[0])
+    inner = [d.start] + [q for q in range(n) if q != f and q != d.start]  # a layer's states, its start first
+    m = len(inner)
+    where = np.full(n, -1, dtype=np.int64)
+    where[inner] = np.arange(m)
+    targets = d.trans[inner].astype(np.int64)  # (m, k) in the character's numbering
+    layer = np.where(targets == f, m, np.where(targets >= 0, where[np.maximum(targets, 0)], -1)).astype(np.int32)
+    byte_class = np.asarray(d.byte_class, dtype=np.int32)
+    if quoted:
+        outside = b'"' + (_NULL.encode() if null else b"")  # the bytes read outside the layers
+        byte_class, layer = _own_classes(byte_class, layer, outside)
+    hit = _LAYERS[(quoted, null)] = (byte_class, layer, layer >= 0)
+    return hit
+
+
+_LAYERS: dict[tuple[bool, bool], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 def _own_classes(byte_class: np.ndarray, layer: np.ndarray, data: bytes) -> tuple[np.ndarray, np.ndarray]:
