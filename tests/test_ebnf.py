@@ -530,3 +530,17 @@ def test_ir_nodes_check_their_fields_and_stay_immutable() -> None:
         assert twin == node and hash(twin) == hash(node) and twin is not node
     assert Seq((a, b)) != Seq((b, a)) and Repeat(b, 1, 3) != Repeat(b, 1, None)
     assert dataclasses.replace(Repeat(b, 1, 3), max=5) == Repeat(b, 1, 5)
+
+
+def test_byte_sets_are_built_in_normal_form() -> None:
+    """``byteset`` merges its ranges once and gives a node already normal (the sequences and
+    alternations that hold it take it as it is); a hand-made set is still normalized."""
+    from logitgate.grammar.ir import NOTHING, alt, byteset, normalize, seq
+
+    digits = byteset((0x35, 0x39), (0x30, 0x34), 0x3A)
+    assert digits == ByteSet(((0x30, 0x3A),)) and normalize(digits) is digits
+    assert seq(Bytes(b"x"), digits).items[1] is digits and alt(digits, Bytes(b"y")).items[0] is digits
+    assert byteset(0x41) == Bytes(b"A") and byteset() is NOTHING
+    assert byteset((0x00, 0x40), (0x42, 0xFF), negate=True) == Bytes(b"A")
+    rough = ByteSet(((0x32, 0x39), (0x30, 0x33)))  # (overlapping, unsorted: made by hand)
+    assert normalize(rough) == ByteSet(((0x30, 0x39),)) and normalize(rough) is not rough

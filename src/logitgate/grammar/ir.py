@@ -406,7 +406,7 @@ def byteset(*ranges: tuple[int, int] | int, negate: bool = False) -> Expr:
         if nxt <= 255:
             comp.append((nxt, 255))
         merged = tuple(comp)
-    return _norm_byteset(ByteSet(merged))
+    return _byteset_of(merged)
 
 
 def seq(*items: Expr) -> Expr:
@@ -448,12 +448,20 @@ def not_(item: Expr) -> Expr:
 
 
 def _norm_byteset(e: ByteSet) -> Expr:
-    ranges = _merge_ranges(e.ranges)
+    return _byteset_of(_merge_ranges(e.ranges))
+
+
+def _byteset_of(ranges: tuple[tuple[int, int], ...]) -> Expr:
+    """The normal form of a byte set whose ``ranges`` are merged already (sorted, disjoint, not
+    adjacent), made once and marked normal (a set would otherwise be merged and made again by the
+    first sequence or alternation that holds it)."""
     if not ranges:
         return NOTHING
     if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
         return Bytes(bytes([ranges[0][0]]))
-    return ByteSet(ranges)
+    out = ByteSet(ranges)
+    object.__setattr__(out, "_normal", True)
+    return out
 
 
 # id(expr) -> (expr, its normal form). Builders normalize as they build, so the same
