@@ -953,6 +953,9 @@ def _estimate(e: Expr, memo: dict[int, int]) -> int:
     return n
 
 
+_KNOWN_FLAGS = int(re.IGNORECASE | re.DOTALL | re.UNICODE)
+
+
 def _parse_flags(flags: int | str) -> tuple[bool, bool]:
     if not flags:  # (the usual case: no enum arithmetic, a few microseconds each)
         return False, False
@@ -961,13 +964,9 @@ def _parse_flags(flags: int | str) -> tuple[bool, bool]:
         if bad:
             raise UnsupportedFeatureError(f"regex flags {''.join(sorted(bad))!r} are not supported")
         return "i" in flags, "s" in flags
-    known = _KNOWN_FLAGS
-    if flags & ~known:
-        raise UnsupportedFeatureError(f"regex flags {re.RegexFlag(flags & ~known)!r} are not supported")
+    if flags & ~_KNOWN_FLAGS:
+        raise UnsupportedFeatureError(f"regex flags {re.RegexFlag(flags & ~_KNOWN_FLAGS)!r} are not supported")
     return bool(flags & re.IGNORECASE), bool(flags & re.DOTALL)
-
-
-_KNOWN_FLAGS = int(re.IGNORECASE | re.DOTALL | re.UNICODE)
 
 
 def regex_expr(
