@@ -129,14 +129,25 @@ def test_a_walk_that_outgrows_its_exit_buffer_walks_again_with_a_larger_one(comp
     for i in range(len(text)):
         for s in {int(x) for x in m._top}:
             roomy = compute_state_mask(s, cg.rtn, rt.slices, rt.base_row, rt.scratch())
-            tight = WalkScratch(rt.trie.max_depth, rt.num_words)
-            tight.exits = np.empty(1, dtype=np.int32)
+            tight = WalkScratch(rt.trie.max_depth, rt.num_words, exit_capacity=1)
             small = compute_state_mask(s, cg.rtn, rt.slices, rt.base_row, tight)
             assert _ids(small, rt) == _ids(roomy, rt)
             assert np.array_equal(small.exits, roomy.exits)
             grown += roomy.exits.shape[0] > 1
         assert m.accept_string(text[i:i + 1])
     assert grown  # (some state has more exits than the tight buffer holds)
+
+
+def test_a_walk_plans_buffers_are_the_parts_of_the_block_the_mask_kernel_takes(compiler):
+    """``plan_buffers`` returns one int32 block and the four buffers a plan writes: the kernel
+    that takes the block slices the same memory out of it (``plan_views``)."""
+    slices = compiler.compile_grammar(SQL)._runtime.slices
+    block, *parts = slices.plan_buffers()
+    assert [p.shape[0] for p in parts] == [block[0], block[1], block[1], block[1]]
+    assert sum(p.shape[0] for p in parts) == block.shape[0] - 2
+    for k, part in enumerate(parts):
+        part[:] = k + 1
+    assert block[2:].tolist() == [k + 1 for k, p in enumerate(parts) for _ in range(p.shape[0])]
 
 
 @pytest.mark.parametrize("max_len", [0, 1, 5, 10, 11, 29, 30, 31, 100])

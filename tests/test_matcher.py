@@ -220,6 +220,32 @@ def test_the_scratch_buffers_python_reads_are_the_ones_the_kernels_slice() -> No
         assert a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
 
 
+@pytest.mark.parametrize("exit_capacity", [1, 4096])
+def test_the_walk_buffers_python_reads_are_the_ones_the_mask_kernels_slice(exit_capacity) -> None:
+    """A mask kernel takes a ``WalkScratch`` as its two blocks and slices its buffers out of them
+    (``_scratch_parts``); Python reads the same buffers by name, before and after the exit buffer
+    grows (which makes every buffer new, the row keeping what it held)."""
+    from logitgate.engine.masks import ARENA_CAP, CONFIG_CAP, WalkScratch, _scratch_parts
+    from logitgate.tokenizer.trie import TokenTrie
+
+    sc = WalkScratch(max_depth=10, num_words=8, exit_capacity=exit_capacity)
+    for grown in (False, True):
+        named = (sc.row, sc.ids, sc.cbuf, sc.step_block, sc.exits, sc.info, sc.cdepth)
+        *sliced, arena_cap, config_cap = _scratch_parts(sc.block32, sc.block64)
+        assert (arena_cap, config_cap) == (ARENA_CAP, CONFIG_CAP)
+        assert sc.step_args[0] is sc.step_block and sc.step_args[3] is sc.info
+        for a, b in zip(named, sliced, strict=True):
+            assert a.shape == b.shape and a.dtype == b.dtype
+            assert a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+        assert sc.row.shape == (8,) and sc.cdepth.shape == (3 * 12,)
+        if not grown:
+            sc.row[:] = np.arange(8)
+            old_exits = sc.exits.shape[0]
+            sc.grow_exits(TokenTrie.from_tokens([b"a" * 5000], [0]))
+            assert sc.exits.shape[0] >= max(4 * old_exits, 5001)
+            assert sc.row.tolist() == list(range(8))
+
+
 def _stacks(m: GrammarMatcher, tops: np.ndarray, pars: np.ndarray) -> list[list[int]]:
     """Each stack of a configuration as its states (and frames' depths), top first: frames compared by
     what they hold (the Python step and the kernel write a token's new frames at different places)."""

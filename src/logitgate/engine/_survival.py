@@ -550,6 +550,16 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
 
 
 @njit(nogil=True, cache=True)
+def plan_views(block):
+    """``(take, starts, ends, exits)``: a walk plan's output buffers, the parts of one int32 array
+    (``block[0]`` slices, ``block[1]`` ranges at most; see
+    :meth:`logitgate.engine.slices.SliceSet.plan_buffers`)."""
+    n_sl, m = block[0], block[1]
+    a = 2 + n_sl
+    return block[2:a], block[a:a + m], block[a + m:a + 2 * m], block[a + 2 * m:a + 3 * m]
+
+
+@njit(nogil=True, cache=True)
 def plan_state_packed(state, trans, flags, step, params, tables, lower, memo, take, starts, ends, exits):
     """:func:`plan_state` with its arrays passed as fewer (a kernel call pays for each argument, and
     this one is made at every state's first mask): ``trans``, ``flags`` and ``step`` (the grammar's

@@ -25,7 +25,7 @@ from numba import njit
 
 from ..errors import LimitExceededError
 from . import _walk as _walk_mod
-from ._survival import plan_state_packed
+from ._survival import plan_state_packed, plan_views
 from .slices import SliceSet
 
 __all__ = ["MaskStore", "StateMask", "TokenSetKind", "WalkScratch", "compute_state_mask", "resolve_context",
@@ -172,49 +172,83 @@ def _rejected_ids(row, base, limit):
     return out[:n]
 
 
-class WalkScratch:
-    """Per-thread scratch buffers for trie walks (sized by trie depth and limits)."""
+#: the int64 block of :class:`WalkScratch`: a walk's and a step's results (``info``), the parser
+#: step's capacities (arena, configurations), where each part of the int32 block starts (row, ids,
+#: configurations, step block, exits, end), then a walk's per-depth bounds
+_INFO, _CAPS, _PARTS, _CDEPTH = 0, 9, 11, 17
 
-    def __init__(self, max_depth: int, num_words: int):
-        depth = max_depth + 2
-        # a trie walk's configurations (tops, then parents) and per-depth bounds (starts, ends, arena tops)
-        self.cbuf = np.empty(2 * depth * CONFIG_CAP, dtype=np.int32)
-        self.cdepth = np.empty(3 * depth, dtype=np.int64)
-        # a parser step's buffers, end to end in one array (the layout :func:`._walk._scratch_views` reads)
-        a, c = ARENA_CAP, CONFIG_CAP
-        self.step_block = np.empty(2 * a + 14 * c, dtype=np.int32)
+
+class WalkScratch:
+    """Per-thread scratch buffers for trie walks (sized by trie depth and limits).
+
+    They are two arrays, ``block32`` and ``block64``, each attribute a view of one part: a mask
+    kernel takes the two (:func:`_scratch_parts` slices them apart again) where it took nine
+    arrays -- each array passed to a kernel costs its call ~0.1 µs, ~0.3 µs with cold caches.
+    """
+
+    def __init__(self, max_depth: int, num_words: int, exit_capacity: int = 4096):
+        self._depth = max_depth + 2
+        self._num_words = num_words
+        self._allocate(exit_capacity)
+        self._plans: dict[int, tuple] = {}  # walk-plan buffers per slice set (id: the set, held)
+
+    def _allocate(self, exit_capacity: int) -> None:
+        depth, a, c = self._depth, ARENA_CAP, CONFIG_CAP
+        # a mask row and its ids; a trie walk's configurations (tops, then parents); a parser
+        # step's buffers end to end (the layout :func:`._walk._scratch_views` reads); exit nodes
+        sizes = (self._num_words, self._num_words, 2 * depth * c, 2 * a + 14 * c, exit_capacity)
+        parts = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=parts[1:])
+        self.block32 = np.zeros(int(parts[-1]), dtype=np.int32)
+        self.block64 = np.zeros(_CDEPTH + 3 * depth, dtype=np.int64)
+        self.block64[_CAPS:_CAPS + 2] = a, c
+        self.block64[_PARTS:_PARTS + len(parts)] = parts
+        self.row, self.ids, self.cbuf, self.step_block, self.exits = np.split(self.block32, parts[1:-1])
+        # a walk's and a step's results (0-4), and :func:`_plan_and_walk`'s (5-8)
+        self.info = self.block64[_INFO:_CAPS]
+        self.cdepth = self.block64[_CDEPTH:]  # a walk's per-depth starts, ends and arena tops
         (self.arena_state, self.arena_parent, self.out_top, self.out_par, self.work_top,
          self.work_par) = np.split(self.step_block, np.cumsum([a, a, c, c, 6 * c]))
-        # a walk's and a step's results (0-4), and :func:`_plan_and_walk`'s (5-8)
-        self.info = np.zeros(9, dtype=np.int64)
-        self.row = np.zeros(num_words, dtype=np.int32)
-        self.ids = np.empty(num_words, dtype=np.int32)  # a sparse row's token ids
-        self.exits = np.empty(4096, dtype=np.int32)
-        self._plans: dict[int, tuple] = {}  # walk-plan buffers per slice set (id: the set, held)
         #: the scratch arguments of a parser step (:func:`._walk.advance_packed`), in its order
         self.step_args = (self.step_block, a, c, self.info)
 
     def grow_exits(self, trie) -> None:
-        """Room for a walk's exit nodes: at most one per trie node."""
-        self.exits = np.empty(max(self.exits.shape[0] * 4, trie.num_nodes), dtype=np.int32)
+        """Room for a walk's exit nodes: at most one per trie node. Every buffer is new (the
+        attributes read before are stale); the row keeps what it held (a walk onto a row that held
+        slices taken whole is walked again onto the same)."""
+        row = self.row
+        self._allocate(max(self.exits.shape[0] * 4, trie.num_nodes))
+        self.row[:] = row
 
     def plan_out(self, slices: SliceSet) -> tuple[np.ndarray, ...]:
-        """This thread's buffers for a walk plan of ``slices`` (:meth:`SliceSet.walk_plan`'s ``out``)."""
+        """This thread's buffers for a walk plan of ``slices``: ``(block, take, starts, ends, exits)``,
+        the last four :meth:`SliceSet.walk_plan`'s ``out``, views of the first."""
         hit = self._plans.get(id(slices))
         if hit is None or hit[0] is not slices:
             hit = self._plans[id(slices)] = (slices, slices.plan_buffers())
         return hit[1]
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _scratch_parts(b32, b64):
+    """``(row, ids, cbuf, step_block, exits, info, cdepth, arena_cap, config_cap)``: the parts of a
+    :class:`WalkScratch`'s two blocks, as its attributes name them."""
+    p = b64[_PARTS:_PARTS + 6]
+    return (b32[p[0]:p[1]], b32[p[1]:p[2]], b32[p[2]:p[3]], b32[p[3]:p[4]], b32[p[4]:p[5]],
+            b64[_INFO:_CAPS], b64[_CDEPTH:], b64[_CAPS], b64[_CAPS + 1])
+
+
 @njit(nogil=True, cache=True)
-def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, take, starts, ends, first_exits,
-                   node_byte, trie_pack, frames, row, exit_nodes, cbuf, cdepth, step_block, arena_cap,
-                   config_cap, info, ids):
+def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, plan_block, node_byte, trie_pack, frames,
+                   b32, b64):
     """A state's walk plan (:func:`._survival.plan_state_packed`) and, when it takes no slice whole
     (most states: narrow), :func:`_walk_and_list` of its ranges; returns the walk's exit count.
     ``info[5:8]``: the ranges and the plan's exits, and whether slices were taken (then nothing was
     walked: the caller ORs their union in first). One call where a first mask made three (each
-    kernel call from Python pays for its arguments and, cold, for its dispatch)."""
+    kernel call from Python pays for its arguments and, cold, for its dispatch). ``plan_block``: the
+    plan's buffers (:func:`._survival.plan_views`); ``b32``, ``b64``: a :class:`WalkScratch`'s blocks."""
+    info = b64[_INFO:_CAPS]
+    take, starts, ends, first_exits = plan_views(plan_block)
     n, ne = plan_state_packed(state, trans, flags, step, params, tables, lower, memo, take, starts, ends,
                               first_exits)
     info[5] = n
@@ -226,19 +260,19 @@ def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, take,
             info[7] = 1
             return 0
     return _walk_and_list(state, _walk_mod.EXIT, starts[:n], ends[:n], node_byte, trie_pack, trans, flags,
-                          step, frames, row, exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap,
-                          info, ids, True)
+                          step, frames, b32, b64, True)
 
 
 @njit(nogil=True, cache=True)
-def _walk_and_list(top, par, starts, ends, node_byte, trie_pack, trans, flags, step, frames, row, exit_nodes,
-                   cbuf, cdepth, step_block, arena_cap, config_cap, info, ids, clear):
+def _walk_and_list(top, par, starts, ends, node_byte, trie_pack, trans, flags, step, frames, b32, b64, clear):
     """``row`` cleared (when ``clear``), the ranges walked into it (:func:`._walk.walk_trie_packed`) and
     the ids it accepts listed into ``ids`` while they fit (their count: ``info[8]``; the walk lists
     them as it sets their bits, in the order walked, so a cleared row is not scanned, ~1 µs on a
-    4,748-word row); returns the exit count. Empty ``ends`` (``_AS_SUBTREES``): each range is the subtree of its start node (a
-    context resolution's exit nodes), its end and first byte read here from the trie (the walk skips
-    a range whose first byte's class already died)."""
+    4,748-word row); returns the exit count. The buffers are parts of a :class:`WalkScratch`'s
+    blocks ``b32`` and ``b64``. Empty ``ends`` (``_AS_SUBTREES``): each range is the subtree of its
+    start node (a context resolution's exit nodes), its end and first byte read here from the trie
+    (the walk skips a range whose first byte's class already died)."""
+    row, ids, cbuf, step_block, exit_nodes, info, cdepth, arena_cap, config_cap = _scratch_parts(b32, b64)
     if clear:
         row[:] = 0
     if ends.shape[0] != starts.shape[0]:
@@ -280,25 +314,24 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     """
     if rtn.dead_end[state]:  # only a pop can follow: every token leaves the frame at its first byte
         return StateMask(TokenSetKind.ACCEPTED, _NO_EXITS, slices.top_nodes, 0)
-    row = scratch.row
-    ids, info = scratch.ids, scratch.info
-    take, starts, ends, first_exits = scratch.plan_out(slices)
+    block, take, starts, ends, first_exits = scratch.plan_out(slices)
     plan = slices.plan_arrays(rtn)
     while True:  # plan, and where no slice is taken whole, walk and list: one kernel call
         n_exit = _plan_and_walk(state, *rtn.step_pack, slices.plan_params, plan.tables, plan.lower, plan.memo,
-                                take, starts, ends, first_exits, slices.trie.node_byte, slices.trie.walk_pack,
-                                _NO_FRAMES, row, scratch.exits, scratch.cbuf, scratch.cdepth,
-                                *scratch.step_args, ids)
-        code = int(info[2])
+                                block, slices.trie.node_byte, slices.trie.walk_pack, _NO_FRAMES,
+                                scratch.block32, scratch.block64)
+        code = int(scratch.info[2])
         if code != _walk_mod.ERR_EXITS:
             break
         scratch.grow_exits(slices.trie)  # (at most one exit per trie node: sized once, then again)
     _raise_walk_error(code)
+    row, ids, info = scratch.row, scratch.ids, scratch.info
     n, ne = int(info[5]), int(info[6])
     if info[7]:  # slices taken whole: their union, then the others walked onto it
         row[:] = slices.union(slices.taken(take))
         n_exit = _walk_listing(state, _walk_mod.EXIT, starts[:n], ends[:n], _NO_FRAMES, False, rtn,
                                slices.trie, scratch)
+        row, ids, info = scratch.row, scratch.ids, scratch.info  # (new if that walk grew them)
     exits = scratch.exits[:n_exit].copy() if n_exit else _NO_EXITS
     count = int(info[8])
     if ne:  # (nodes only a pop can take: the plan lists them, no walk visits them)
@@ -338,12 +371,10 @@ def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, fram
     ``scratch.exits``). ``frames``: the pool's rows below ``par``, or ``_NO_FRAMES``; ``ends``:
     the ranges' ends, or ``_AS_SUBTREES``: each range the subtree of its start node, whose first
     byte the walk reads to skip a range its class already died on."""
-    info = scratch.info
     while True:
         n_exit = _walk_and_list(top, par, starts, ends, trie.node_byte, trie.walk_pack, *rtn.step_pack,
-                                frames, scratch.row, scratch.exits, scratch.cbuf, scratch.cdepth,
-                                *scratch.step_args, scratch.ids, clear)
-        code = int(info[2])
+                                frames, scratch.block32, scratch.block64, clear)
+        code = int(scratch.info[2])
         if code != _walk_mod.ERR_EXITS:
             break
         scratch.grow_exits(trie)  # at most one exit per trie node: sized once, then walked again

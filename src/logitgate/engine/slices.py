@@ -60,6 +60,7 @@ from ._survival import (
     cover_depth,
     plan_state_packed,
     plan_tables,
+    plan_views,
     table_views,
 )
 from .automata import DFA, minimize, standalone_dfa
@@ -185,7 +186,7 @@ class SliceSet:
         a pop can take (exits the walk need not visit). One kernel call
         (:func:`._survival.plan_state_packed`). ``out``: buffers from :meth:`plan_buffers` to write
         into (one set per thread; the arrays returned are views of them)."""
-        take, starts, ends, exits = out if out is not None else self.plan_buffers()
+        _, take, starts, ends, exits = out if out is not None else self.plan_buffers()
         p = self.plan_arrays(rtn)
         n, ne = plan_state_packed(state, *rtn.step_pack, self.plan_params, p.tables, p.lower, p.memo, take,
                                   starts, ends, exits)
@@ -201,11 +202,14 @@ class SliceSet:
             taken = self._taken[key] = tuple(np.flatnonzero(take).tolist())
         return taken
 
-    def plan_buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(take, starts, ends, exits)`` buffers sized for :meth:`walk_plan`."""
+    def plan_buffers(self) -> tuple[np.ndarray, ...]:
+        """``(block, take, starts, ends, exits)``: buffers sized for :meth:`walk_plan`, the last four
+        parts of the first (a kernel taking it slices them apart itself: :func:`plan_views`)."""
         n_sl = len(self.slices)
-        starts = np.empty(self._roots[1].shape[0] + n_sl, dtype=np.int32)
-        return np.empty(n_sl, dtype=np.uint8), starts, np.empty_like(starts), np.empty_like(starts)
+        m = self._roots[1].shape[0] + n_sl
+        block = np.zeros(2 + n_sl + 3 * m, dtype=np.int32)
+        block[:2] = n_sl, m
+        return (block, *plan_views(block))
 
     def union(self, taken: tuple[int, ...]) -> np.ndarray:
         """The bitset of the tokens of slices ``taken`` (read-only; kept per combination: states take
