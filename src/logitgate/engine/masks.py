@@ -182,8 +182,9 @@ class WalkScratch:
     """Per-thread scratch buffers for trie walks (sized by trie depth and limits).
 
     They are two arrays, ``block32`` and ``block64``, each attribute a view of one part: a mask
-    kernel takes the two (:func:`_scratch_parts` slices them apart again) where it took nine
-    arrays -- each array passed to a kernel costs its call ~0.1 µs, ~0.3 µs with cold caches.
+    kernel takes the two (:func:`_scratch_parts` slices them apart again) where it took seven
+    arrays and two sizes -- each array passed to a kernel costs its call ~0.1 µs, ~0.3 µs with cold
+    caches.
     """
 
     def __init__(self, max_depth: int, num_words: int, exit_capacity: int = 4096):
