@@ -175,7 +175,9 @@ def _rejected_ids(row, base, limit):
 #: the int64 block of :class:`WalkScratch`: a walk's and a step's results (``info``), the parser
 #: step's capacities (arena, configurations), where each part of the int32 block starts (row, ids,
 #: configurations, step block, exits, end), then a walk's per-depth bounds
-_INFO, _CAPS, _PARTS, _CDEPTH = 0, 9, 11, 17
+_INFO, _CAPS, _PARTS = 0, 9, 11
+_N_PARTS = 5  # (the int32 block's parts; their starts and its end take one more entry)
+_CDEPTH = _PARTS + _N_PARTS + 1
 
 
 class WalkScratch:
@@ -198,12 +200,12 @@ class WalkScratch:
         # a mask row and its ids; a trie walk's configurations (tops, then parents); a parser
         # step's buffers end to end (the layout :func:`._walk._scratch_views` reads); exit nodes
         sizes = (self._num_words, self._num_words, 2 * depth * c, 2 * a + 14 * c, exit_capacity)
-        parts = np.zeros(len(sizes) + 1, dtype=np.int64)
+        parts = np.zeros(_N_PARTS + 1, dtype=np.int64)
         np.cumsum(sizes, out=parts[1:])
         self.block32 = np.zeros(int(parts[-1]), dtype=np.int32)
         self.block64 = np.zeros(_CDEPTH + 3 * depth, dtype=np.int64)
         self.block64[_CAPS:_CAPS + 2] = a, c
-        self.block64[_PARTS:_PARTS + len(parts)] = parts
+        self.block64[_PARTS:_CDEPTH] = parts
         self.row, self.ids, self.cbuf, self.step_block, self.exits = np.split(self.block32, parts[1:-1])
         # a walk's and a step's results (0-4), and :func:`_plan_and_walk`'s (5-8)
         self.info = self.block64[_INFO:_CAPS]
@@ -223,7 +225,8 @@ class WalkScratch:
 
     def plan_out(self, slices: SliceSet) -> tuple[np.ndarray, ...]:
         """This thread's buffers for a walk plan of ``slices``: ``(block, take, starts, ends, exits)``,
-        the last four :meth:`SliceSet.walk_plan`'s ``out``, views of the first."""
+        the last four views of the first (:meth:`SliceSet.plan_buffers`; :meth:`SliceSet.walk_plan`
+        takes the tuple as its ``out``)."""
         hit = self._plans.get(id(slices))
         if hit is None or hit[0] is not slices:
             hit = self._plans[id(slices)] = (slices, slices.plan_buffers())
@@ -234,14 +237,14 @@ class WalkScratch:
 def _scratch_parts(b32, b64):
     """``(row, ids, cbuf, step_block, exits, info, cdepth, arena_cap, config_cap)``: the parts of a
     :class:`WalkScratch`'s two blocks, as its attributes name them."""
-    p = b64[_PARTS:_PARTS + 6]
+    p = b64[_PARTS:_CDEPTH]
     return (b32[p[0]:p[1]], b32[p[1]:p[2]], b32[p[2]:p[3]], b32[p[3]:p[4]], b32[p[4]:p[5]],
             b64[_INFO:_CAPS], b64[_CDEPTH:], b64[_CAPS], b64[_CAPS + 1])
 
 
 @njit(nogil=True, cache=True)
-def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, plan_block, node_byte, trie_pack, frames,
-                   b32, b64):
+def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, plan_block, node_byte, trie_pack,
+                   frames, b32, b64):
     """A state's walk plan (:func:`._survival.plan_state_packed`) and, when it takes no slice whole
     (most states: narrow), :func:`_walk_and_list` of its ranges; returns the walk's exit count.
     ``info[5:8]``: the ranges and the plan's exits, and whether slices were taken (then nothing was
