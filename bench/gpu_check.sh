@@ -18,9 +18,12 @@ fi
 nvidia-smi -L | tee "$OUT/device.txt"
 python3 - <<'PY' | tee -a "$OUT/device.txt"
 import importlib
+import importlib.metadata
 for name in ("torch", "triton", "numba", "numpy", "xgrammar"):
     try:
-        print(name, importlib.import_module(name).__version__)
+        module = importlib.import_module(name)
+        # (xgrammar has no __version__: the installed distribution's version then)
+        print(name, getattr(module, "__version__", None) or importlib.metadata.version(name))
     except Exception as e:  # noqa: BLE001 - report whatever is missing and go on
         print(name, "unavailable:", type(e).__name__, e)
 PY

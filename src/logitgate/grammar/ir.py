@@ -250,9 +250,9 @@ def _install_fast_inits() -> None:
     h, n, r, m = (setter(_Composite, x) for x in ("_hash", "_normal", "_ref_free", "_memo"))
     set_value, set_ranges, set_byteset_normal, set_mask = (
         setter(Bytes, "value"), setter(ByteSet, "ranges"), setter(ByteSet, "_normal"), setter(ByteSet, "_mask"))
-    set_items, set_item, set_min, set_max, set_not_item = (
+    set_items, set_item, set_min, set_max, set_not_item, set_name = (
         setter(_Items, "items"), setter(Repeat, "item"), setter(Repeat, "min"), setter(Repeat, "max"),
-        setter(Not, "item"))
+        setter(Not, "item"), setter(Ref, "name"))
 
     def bytes_init(self: Bytes, value: bytes, _v=set_value, _bytes=bytes) -> None:
         if type(value) is not _bytes and not isinstance(value, _bytes):
@@ -294,8 +294,11 @@ def _install_fast_inits() -> None:
         _f(self, False)
         _m(self, None)
 
+    def ref_init(self: Ref, name: str, _s=set_name) -> None:
+        _s(self, name)
+
     for cls, init in ((Bytes, bytes_init), (ByteSet, byteset_init), (Seq, items_init), (Alt, items_init),
-                      (And, items_init), (Repeat, repeat_init), (Not, not_init)):
+                      (And, items_init), (Repeat, repeat_init), (Not, not_init), (Ref, ref_init)):
         cls.__init__ = init  # type: ignore[method-assign]
 
 
