@@ -90,3 +90,25 @@ def test_maskbench_summary_compares_ttfm_on_the_schemas_every_engine_compiled():
     assert rows["a"][:2] == ["100", "100"]  # (y.json, which b refused, is left out of a's row)
     assert rows["b"][:2] == ["300", "300"]
     assert "schemas every engine compiled" not in summarize({"a": results["a"]})
+
+
+def test_maskbench_engines_follow_each_other_about_equally_often():
+    from collections import Counter
+    from itertools import pairwise
+
+    from logitgate.benchmarks.maskbench import engine_orders
+
+    engines = ["logitgate", "llguidance", "xgrammar"]
+    orders = engine_orders(engines, 3000, seed=7)
+    assert orders == engine_orders(engines, 3000, seed=7)  # (reproducible from the seed)
+    assert all(sorted(o) == sorted(engines) for o in orders)
+    run = [e for o in orders for e in o]  # every task, in the order the workers run them
+    pairs = Counter(pairwise(run))
+    assert not any(a == b for a, b in pairs)  # (no engine runs two tasks back to back: it would not wait)
+    counts = [pairs[a, b] for a in engines for b in engines if a != b]
+    assert max(counts) < 1.1 * min(counts)  # (in a fixed order one engine would always follow XGrammar)
+    firsts = Counter(o[0] for o in orders)
+    assert max(firsts.values()) < 1.1 * min(firsts.values())
+    two = engine_orders(["a", "b"], 50, seed=1)
+    run2 = [e for o in two for e in o]
+    assert all(x != y for x, y in pairwise(run2))  # (two engines simply alternate)

@@ -7,7 +7,8 @@ is not allowed rejects the instance. After the last token the stop token must be
 the instance to count as accepted. A valid instance rejected is a *validation error*, an
 invalid instance accepted an *invalidation error*; a schema passes when it compiles and has
 neither. Each engine runs single-threaded in its own process, so a crash or a timeout costs
-one schema, not the run.
+one schema, not the run; the engines run each file in an order drawn at random
+(:func:`engine_orders`), so that none always runs right after the same other one.
 
     logitgate bench maskbench --sample 500 --engines logitgate,llguidance,xgrammar --plot cdf.png
 """
@@ -128,6 +129,32 @@ def _plot(results: dict[str, list[dict]], path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+def engine_orders(engines: list[str], count: int, seed: int = 0) -> list[list[str]]:
+    """The order the engines run each of ``count`` files in: drawn at random (from ``seed``), and
+    never beginning with the engine that ended the file before, so that over a run each engine
+    runs right after each other one about equally often (with two engines they alternate).
+
+    A worker waits while the others run, and a compile after a wait is slower, the more so after a
+    long wait and right after another engine's heavy work (docs/benchmarks.md, stop 33): in a fixed
+    order the first engine would always compile right after the last one, XGrammar, whose compiles
+    take ~1 s.
+
+        >>> orders = engine_orders(["a", "b", "c"], 300)
+        >>> all(sorted(o) == ["a", "b", "c"] for o in orders), any(p[-1] == o[0] for p, o in zip(orders, orders[1:]))
+        (True, False)
+    """
+    rng = random.Random(seed)
+    orders: list[list[str]] = []
+    last = None
+    for _ in range(count):
+        order = rng.sample(engines, len(engines))
+        while len(order) > 1 and order[0] == last:
+            order = rng.sample(engines, len(engines))
+        orders.append(order)
+        last = order[-1] if order else None
+    return orders
+
+
 def run(args: argparse.Namespace) -> int:
     from ..tokenizer.bundled import bundled_encoding
 
@@ -137,12 +164,13 @@ def run(args: argparse.Namespace) -> int:
     procs = {e: EngineProcess(e, args.tokenizer) for e in engines}
     results: dict[str, list[dict]] = {e: [] for e in engines}
     try:
-        for path in progress(paths, len(paths), "maskbench"):
+        orders = engine_orders(engines, len(paths), args.seed)
+        for path, order in zip(progress(paths, len(paths), "maskbench"), orders):
             spec = json.loads(Path(path).read_text())
             tests = [{"ids": enc.encode(json.dumps(t["data"], indent=None, ensure_ascii=False), disallowed_special=()),
                       "valid": bool(t["valid"])} for t in spec.get("tests", [])]
             task = {"kind": "json_schema", "source": spec["schema"], "tests": tests}
-            for e in engines:
+            for e in order:
                 try:
                     r = procs[e].run(task, args.timeout)
                 except RuntimeError as err:  # the engine cannot even start
