@@ -134,10 +134,11 @@ def engine_orders(engines: list[str], count: int, seed: int = 0) -> list[list[st
     never beginning with the engine that ended the file before, so that over a run each engine
     runs right after each other one about equally often (with two engines they alternate).
 
-    A worker waits while the others run, and a compile after a wait is slower, the more so after a
-    long wait and right after another engine's heavy work (docs/benchmarks.md, stop 33): in a fixed
-    order the first engine would always compile right after the last one, XGrammar, whose compiles
-    take ~1 s.
+    A worker waits while the others run, and a compile after a wait is slower (docs/benchmarks.md,
+    stop 33); in a fixed order each engine would always wait through the same others' work, and
+    always compile right after the same one. (Measured: no effect of the order on this machine that
+    a run can show -- the per-file ratio of two engines' compiles moved 1.88-2.02 between orders --
+    but a fixed order could hide one.)
 
         >>> orders = engine_orders(["a", "b", "c"], 300)
         >>> all(sorted(o) == ["a", "b", "c"] for o in orders), any(p[-1] == o[0] for p, o in zip(orders, orders[1:]))
