@@ -8,8 +8,10 @@ within ~1 % from run to run where the run totals moved by 10 %.
 The base revision's ``src/logitgate`` is extracted with ``git archive`` as a package named
 ``lgbase`` (the package imports itself relatively), and the working tree's ``logitgate`` is the
 other side. Both compilers are warmed up first; process caches are each revision's own.
+``--pause S`` sleeps before every compile: a compile after the process waited (as every MaskBench
+compile is, in its worker) runs about 2x slower than one right after another, and not uniformly.
 
-    python bench/compile_ab.py --base HEAD~3 --sample 600 --seed 1
+    python bench/compile_ab.py --base HEAD~3 --sample 600 --seed 1 [--pause 0.05]
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--base", required=True, help="git revision to compare the working tree with")
     add_file_arguments(p)  # (the files `logitgate bench maskbench` takes, the same sample for a seed)
+    p.add_argument("--pause", type=float, default=0.0, help="seconds to sleep before each compile")
     p.set_defaults(data_dir=str(ROOT.parent / "shared" / "data" / "maskbench"), sample=600, seed=1)
     args = p.parse_args()
     schemas = [json.loads(path.read_text())["schema"] for path in select_files(args)]
@@ -62,6 +65,8 @@ def main() -> None:
             took = [0.0, 0.0]
             ok = True
             for k in ((0, 1) if i % 2 == 0 else (1, 0)):
+                if args.pause:
+                    time.sleep(args.pause)
                 t0 = time.perf_counter()
                 try:
                     sides[k].compile_json_schema(schema)
