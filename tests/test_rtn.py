@@ -17,6 +17,7 @@ import logitgate as lg
 from engine_cases import CASES, small_vocab, tail_chains
 from logitgate.engine.rtn import compile_rtn
 from logitgate.grammar.ir import Grammar, Ref, alt, and_, byteset, lit, not_, repeat, seq
+from logitgate.grammar.reference import accepts
 
 _CHARS = byteset((0x20, 0x21), (0x23, 0x7E))  # printable ASCII but '"': wide enough to be "lexeme-like"
 _BODY = seq(lit('"'), repeat(_CHARS, 0, None), lit('"'))
@@ -56,8 +57,9 @@ def test_a_grammars_own_root_and_its_cycle_have_no_digest_and_keep_their_masks()
     """A root built for the grammar (and every rule in a cycle with it) is the grammar's own: no
     digest, and its states' masks stay with the grammar, out of the shared store; the rules it
     calls are shared. A root taken from the rule cache (the builtin JSON grammar's: the any-value
-    rule of open objects) has its digest."""
-    recursive = Grammar({"root": seq(lit("("), repeat(Ref("item"), 0, None), lit(")")),
+    rule of open objects) has its digest. (``item`` is read in two places: it stays a rule, see
+    :func:`test_a_recursive_rule_read_in_one_place_is_built_into_its_referrer`.)"""
+    recursive = Grammar({"root": alt(seq(lit("("), repeat(Ref("item"), 0, None), lit(")")), seq(lit("<"), Ref("item"))),
                          "item": alt(Ref("root"), seq(Ref("text"), lit(","), Ref("text"))), "text": _BODY})
     rtn = compile_rtn(recursive)
     digests = dict(zip(rtn.rule_names, rtn.rule_hash, strict=True))
@@ -75,6 +77,24 @@ def test_a_grammars_own_root_and_its_cycle_have_no_digest_and_keep_their_masks()
     open_object = {"type": "object", "properties": {"n": {"type": "integer"}}}  # (caches the any-value rule)
     compile_rtn(Grammar.from_json_schema(open_object))
     assert compile_rtn(Grammar.builtin_json()).rule_hash[0] is not None
+
+
+def test_a_recursive_rule_read_in_one_place_is_built_into_its_referrer() -> None:
+    """A node of a tree and the list of its children call each other; the list is read in one
+    place, so it is built into the node's automaton, which calls itself: one rule, the same
+    language. Read in two places, it stays a rule."""
+    def tree(twice: bool) -> Grammar:
+        node = seq(lit("{"), repeat(Ref("kids"), 0, 1), lit("}"))
+        return Grammar({"root": alt(node, seq(lit("<"), Ref("kids"), lit(">"))) if twice else node,
+                        "kids": seq(lit("["), Ref("root"), repeat(seq(lit(","), Ref("root")), 0, None), lit("]"))})
+
+    assert compile_rtn(tree(False)).rule_names == ["root"]
+    assert compile_rtn(tree(True)).rule_names == ["root", "kids"]
+    vocab = ["{", "}", "[", "]", ",", "{}", "{[", "]}", "},", "<", ">"]
+    compiler = lg.GrammarCompiler(small_vocab(vocab))
+    for text in ("{}", "{[{}]}", "{[{},{[{}]}]}", "{[]}", "{[{}", "{[{}]}}", "{[{},]}"):
+        m = lg.GrammarMatcher(compiler.compile_grammar(tree(False)))
+        assert (m.accept_string(text) and m.can_terminate()) == accepts(tree(False), text.encode()), text
 
 
 def test_recursive_rules_get_digests_of_their_cycle() -> None:
