@@ -14,9 +14,10 @@ A parser configuration is a set of stacks; a stack is a top state plus a parent 
 (see :mod:`._walk`). Left recursion has no finite chain set and is reported as a
 :class:`GrammarError` naming the rules (llama.cpp rejects it too).
 
-Inlining policy: the root and recursive rules are always called; a non-recursive rule
-is called when it is referenced more than once and is large, or is a "lexeme-like"
-rule whose states see most of the vocabulary (its per-state masks are then shared
+Inlining policy: the root and recursive rules are called -- except a recursive rule read in
+one place only, which is built into the rule that reads it (:func:`_folded_recursive`); a
+non-recursive rule is called when it is referenced more than once and is large, or is a
+"lexeme-like" rule whose states see most of the vocabulary (its per-state masks are then shared
 between every place — and every grammar — that uses it), or is read once but is large
 and lexeme-like (a string with a format or pattern automaton: its DFA and masks come
 from the process-wide caches). A rule only ever read last by its callers is merged into
