@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import logitgate as lg
 from engine_cases import CASES, small_vocab, tail_chains
 from logitgate.engine.rtn import compile_rtn
+from logitgate.errors import GrammarError
 from logitgate.grammar.ir import Grammar, Ref, alt, and_, byteset, lit, not_, repeat, seq
 from logitgate.grammar.reference import accepts
 
@@ -82,7 +83,8 @@ def test_a_grammars_own_root_and_its_cycle_have_no_digest_and_keep_their_masks()
 def test_a_recursive_rule_read_in_one_place_is_built_into_its_referrer() -> None:
     """A node of a tree and the list of its children call each other; the list is read in one
     place, so it is built into the node's automaton, which calls itself: one rule, the same
-    language. Read in two places, it stays a rule."""
+    language. Read in two places, it stays a rule. A left recursion through such a rule is named
+    with it."""
     def tree(twice: bool) -> Grammar:
         node = seq(lit("{"), repeat(Ref("kids"), 0, 1), lit("}"))
         return Grammar({"root": alt(node, seq(lit("<"), Ref("kids"), lit(">"))) if twice else node,
@@ -95,6 +97,10 @@ def test_a_recursive_rule_read_in_one_place_is_built_into_its_referrer() -> None
     for text in ("{}", "{[{}]}", "{[{},{[{}]}]}", "{[]}", "{[{}", "{[{}]}}", "{[{},]}"):
         m = lg.GrammarMatcher(compiler.compile_grammar(tree(False)))
         assert (m.accept_string(text) and m.can_terminate()) == accepts(tree(False), text.encode()), text
+    # a left recursion through a folded rule is reported through it, as the grammar writes it
+    left = Grammar({"root": alt(lit("x"), seq(Ref("kids"), lit("x"))), "kids": seq(Ref("root"), lit("]"))})
+    with pytest.raises(GrammarError, match="root -> kids -> root"):
+        compile_rtn(left)
 
 
 def test_recursive_rules_get_digests_of_their_cycle() -> None:
@@ -183,7 +189,6 @@ def test_a_root_that_is_another_rule_is_that_rule() -> None:
         assert m.accept_string(text) == (ok is not None)
         if ok is not None:
             assert m.can_terminate() == ok
-    from logitgate.errors import GrammarError
 
     with pytest.raises(GrammarError, match="root rule 'root'"):
         compile_rtn(Grammar({"root": Ref("a"), "a": Ref("b"), "b": Ref("a")}))

@@ -460,8 +460,10 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
 # ---------------------------------------------------------------------------- compile
 
 
-def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
-    """Compile ``grammar`` into an :class:`RTN` (see module docstring)."""
+def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_recursive: bool = True) -> RTN:
+    """Compile ``grammar`` into an :class:`RTN` (see module docstring). ``fold_recursive=False``
+    calls every recursive rule (a left recursion is then reported through every rule of its
+    cycle, which is how it is reported with folding too: the compile is done again so)."""
     limits = limits or CompileLimits()
     # "root ::= other" (a builtin JSON value, a schema that is one $ref): "other" is the root, one
     # rule fewer to build (a chain that comes back is left recursion: found below as usual)
@@ -512,7 +514,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
             for n in comp:
                 if n in needed:
                     sizes[n] = _size(rules[n], sizes, cap)
-    called_set = {g.root} | (recursive - _folded_recursive(recursive, g.root, refs, refcount, forced_inline))
+    folded = _folded_recursive(recursive, g.root, refs, refcount, forced_inline) if fold_recursive else set()
+    called_set = {g.root} | (recursive - folded)
     for n in candidates:
         if sizes[n] > cap or _is_lexeme_like(rules[n], min_bytes):  # (used once: known lexeme-like)
             called_set.add(n)
@@ -645,7 +648,14 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None) -> RTN:
                 d = d.with_calls(d.call_src, remap[d.call_rule], d.call_dst)
             rdfas.append(d)
 
-    rtn = _assemble(names, rdfas, limits, nfa_states)
+    try:
+        rtn = _assemble(names, rdfas, limits, nfa_states)
+    except LimitExceededError:
+        raise
+    except GrammarError:  # left recursion: named again with every rule of its cycle called
+        if folded:
+            return compile_rtn(grammar, limits, fold_recursive=False)
+        raise
     if "_named" not in rdfas[0].__dict__ and len(names) > 1:
         # a root built for this grammar, every rule in a cycle with it (an expression grammar): all
         # the grammar's own, no digest to make (:func:`_rule_hashes` would find so at a first mask)
