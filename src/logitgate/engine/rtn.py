@@ -347,17 +347,17 @@ def _width(e: Expr) -> int:
     return 0
 
 
-def _folded_recursive(recursive: set[str], root: str, refs: dict[str, list[str]], refcount: dict[str, int],
-                      forced_inline: set[str]) -> set[str]:
+def _folded_recursive(recursive: set[str], root: str, refs: dict[str, list[str]], refcount: dict[str, int]) -> set[str]:
     """The recursive rules built into the rule that refers to them rather than called: those
-    read in one place only (not the root, not used inside an ``And``/``Not`` operand).
+    read in one place only (not the root; one used inside an ``And``/``Not`` operand is refused
+    whether folded or not, see :func:`compile_rtn`).
 
     No cycle is left without a call: a cycle of such rules would be entered only from inside
     itself (each member's one reference is its predecessor's), so it would not be reachable from
     the root. A tree of objects -- a node, its members, the array of its children, a node -- is
     then one automaton calling itself, not two calling each other.
     """
-    return {r for r in recursive if r != root and refcount[r] == 1 and r not in forced_inline and r not in refs[r]}
+    return {r for r in recursive if r != root and refcount[r] == 1 and r not in refs[r]}
 
 
 def _tail_refs(e: Expr, out: list[str]) -> list[str]:
@@ -514,7 +514,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
             for n in comp:
                 if n in needed:
                     sizes[n] = _size(rules[n], sizes, cap)
-    folded = _folded_recursive(recursive, g.root, refs, refcount, forced_inline) if fold_recursive else set()
+    folded = _folded_recursive(recursive, g.root, refs, refcount) if fold_recursive else set()
     called_set = {g.root} | (recursive - folded)
     for n in candidates:
         if sizes[n] > cap or _is_lexeme_like(rules[n], min_bytes):  # (used once: known lexeme-like)
