@@ -89,6 +89,30 @@ def test_masks_with_slices_equal_whole_trie_walks(compiler, k):
     assert checked >= len(text)
 
 
+def test_whitespace_is_kept_apart_from_the_unsliced_trie_and_taken_whole_at_a_json_value(compiler):
+    """The whitespace-only tokens are slices of their own, left out of the unsliced trie; a state
+    where a JSON value may begin (after whitespace) takes them whole and walks the unsliced trie for
+    the rest, and its mask is a whole-trie walk's."""
+    cg = compiler.compile_json_schema({"type": "object", "properties": {"n": {"type": "integer"}}})
+    rt = cg._runtime
+    slices, trie = rt.slices, rt.slices.trie
+    apart = {j for j, sl in enumerate(slices) if sl.apart}
+    ws = {i for i, b in enumerate(rt.info.token_bytes) if b and set(b) <= set(b" \t\n\r")}
+    assert len(ws) > 300 and set().union(*(slices.slices[j].token_ids.tolist() for j in apart)) == ws
+    lo, hi = slices.unsliced
+    unsliced = set(trie.tok_ids[trie.tok_start[lo]:trie.tok_start[hi]].tolist())
+    assert unsliced == set(rt.trie.tok_ids.tolist()) - ws
+    m = lg.GrammarMatcher(cg)
+    assert m.accept_string('{"n":')
+    (value,) = m._top.tolist()
+    taken, starts, ends, _ = slices.walk_plan(value, cg.rtn)
+    assert set(taken) == apart
+    assert any(lo <= a and b <= hi for a, b in zip(starts.tolist(), ends.tolist(), strict=True))
+    fast = compute_state_mask(value, cg.rtn, slices, rt.base_row, rt.scratch())
+    plain = compute_state_mask(value, cg.rtn, _whole_trie_slice(rt), rt.base_row, rt.scratch())
+    assert _ids(fast, rt) == _ids(plain, rt) and ws <= _ids(fast, rt)
+
+
 def test_layers_of_a_long_counted_string_share_masks_only_where_tokens_cannot_tell_them_apart(compiler):
     """In ``minLength: 140, maxLength: 420`` a token (at most 128 bytes here) cannot tell layer 5
     from layer 0 (neither reaches 140 characters) nor layer 200 from layer 140 (both may close,
@@ -213,7 +237,8 @@ def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler)
     """A slice is taken whole iff its cover's survival depth reaches its bound, with one latitude:
     a depth known only to reach the longest bounded slice (through a wider cover) may leave an
     unbounded slice to be walked. A state that takes no slice walks the unsliced trie instead of
-    the slices (every token once either way)."""
+    the slices (every token once either way): the trie of every token but whitespace, whose slices
+    it takes whole (a JSON value's leading whitespace) or walks beside it."""
     from logitgate.engine._survival import dies_at_once
 
     unsliced_plans = 0
@@ -234,12 +259,15 @@ def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler)
             for j in taken:
                 union |= slices.slices[j].bitset
             assert np.array_equal(slices.union(taken), union)
-            # walked: the subtrees the state can enter, of the unsliced trie when no slice is taken
-            # whole, else of each slice not taken; the others are exits if it may pop
-            groups = [("unsliced", everything)] if not taken else [
-                (sl.name, _subtrees(slices.trie, [sl.first], [sl.end])) for j, sl in enumerate(slices)
-                if j not in taken]
-            unsliced_plans += not taken
+            # walked: the subtrees the state can enter, of the unsliced trie and the slices kept
+            # apart (whitespace) not taken when no slice the unsliced trie holds is taken whole, else
+            # of each slice not taken; the others are exits if it may pop
+            in_unsliced = not any(not slices.slices[j].apart for j in taken)
+            groups = [(sl.name, _subtrees(slices.trie, [sl.first], [sl.end])) for j, sl in enumerate(slices)
+                      if j not in taken and (sl.apart or not in_unsliced)]
+            if in_unsliced:
+                groups.append(("unsliced", everything))
+            unsliced_plans += in_unsliced
             for name, mine in groups:
                 enters = {r for r in mine if slices.trie.node_byte[r] in enterable}
                 assert mine & walked == enters, (schema, s, name)
@@ -280,18 +308,14 @@ def _first_bytes(rtn, s) -> set[int]:
 
 
 @pytest.mark.parametrize("density", [0.0, 1e-4, 0.003, 0.2, 1.0])
-def test_counting_and_listing_a_row(density):
-    from logitgate.engine.masks import _count_and_list, _rejected_ids, _row_to_ids
+def test_listing_a_row_and_its_rejected_tokens(density):
+    from logitgate.engine.masks import _rejected_ids, _row_to_ids
 
     rng = np.random.default_rng(int(density * 1e4))
     bits = rng.random(300 * 32) < density
     bits[31] = density > 0.1  # the sign bit of a word
     row = np.packbits(bits, bitorder="little").view(np.int32)
-    ids = np.full(300, -1, dtype=np.int32)
-    n = _count_and_list(row, ids)
-    assert n == int(bits.sum())
-    if n <= ids.shape[0]:
-        assert ids[:n].tolist() == np.flatnonzero(bits).tolist()
+    n = int(bits.sum())
     assert _row_to_ids(row, n).tolist() == np.flatnonzero(bits).tolist()
     # rejected: the tokens of a base set (here: a random half of all ids) whose bit is clear
     in_base = rng.random(bits.shape[0]) < 0.5

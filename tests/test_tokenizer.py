@@ -192,6 +192,21 @@ def test_trie_structure_matches_brute_force() -> None:
     assert t.max_depth == max(len(b) for b in toks)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_restricted_trie_is_the_trie_of_the_tokens_kept(seed) -> None:
+    rng = np.random.default_rng(seed)
+    toks = [bytes(rng.integers(97, 100, size=int(rng.integers(1, 6))).tolist()) for _ in range(300)]
+    ids = rng.permutation(len(toks))  # (ids in no order; equal byte strings under several ids)
+    t = TokenTrie.from_tokens(toks, ids)
+    keep = rng.random(len(toks)) < (0.5, 0.0, 1.0, 0.9)[seed]
+    got = t.restricted_to(keep)
+    kept = [k for k in range(len(toks)) if keep[ids[k]]]
+    want = TokenTrie.from_tokens([toks[k] for k in kept], ids[kept])
+    for name in ("node_byte", "node_depth", "node_parent", "node_end", "tok_start", "tok_ids"):
+        assert getattr(got, name).tolist() == getattr(want, name).tolist(), name
+    assert got.max_depth == want.max_depth
+
+
 def test_save_load_roundtrip(tmp_path) -> None:
     info = TokenizerInfo.from_vocab([b"a", b"\xff\x00", b"", b"<eos>"], vocab_size=70, special_token_ids=[3],
                                     eos_token_id=3)

@@ -477,8 +477,8 @@ def cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit
 @njit(nogil=True, cache=True)
 def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_wider, off, edge_ptr, edge_to,
                edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, max_pairs,
-               s_cover, s_max, s_first, s_end, r_ptr, r_node, r_end, r_byte, byte_class, final, take, starts,
-               ends, exits):
+               s_cover, s_max, s_first, s_end, s_apart, r_ptr, r_node, r_end, r_byte, byte_class, final, take,
+               starts, ends, exits):
     """Which slices ``state`` accepts whole (``take[j]``), the trie ranges of the others to walk
     (``starts``/``ends``) and, of a final state, the top-level nodes whose first byte only a pop can
     take (``exits``); returns the counts of ranges and of exits. See
@@ -491,8 +491,9 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
     Of a walked slice, only the subtrees whose first byte the state can take are listed (adjacent
     ones as one range); where the state is final, the other top-level nodes are exits (a pop may
     take any byte: the walk would find just that there, at a few times the cost). Where ``r_ptr``
-    has one group more than there are slices, that group is the unsliced trie of every token, and a
-    state that takes no slice whole walks it instead of the slices.
+    has one group more than there are slices, that group is the unsliced trie of every token but
+    those of the slices kept apart (``s_apart[j]``: whitespace), and a state that takes no other slice
+    whole walks it instead of the slices -- and, beside it, the slices kept apart it does not take.
     """
     nk = c_start.shape[0]
     depth = np.zeros(nk, dtype=np.int64)
@@ -519,19 +520,19 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
     n = 0
     ne = 0
     n_sl = s_cover.shape[0]
-    any_taken = False
+    any_taken = False  # (of the slices the unsliced trie holds)
     for j in range(n_sl):
         c = s_cover[j]
         whole = False
         if c >= 0:
             whole = depth[c] == DEPTH_INF if s_max[j] < 0 else s_max[j] <= depth[c]
         take[j] = whole
-        any_taken = any_taken or whole
-    # no slice taken whole, and the slice set has the unsliced trie as its last group: walk that
-    # (one subtree per first byte, where each slice has its own)
+        any_taken = any_taken or (whole and not s_apart[j])
+    # no slice of the unsliced trie taken whole, and the slice set has that trie as its last group:
+    # walk it (one subtree per first byte, where each slice has its own) and the slices kept apart
     unsliced = not any_taken and r_ptr.shape[0] > n_sl + 1
-    for j in range(n_sl, n_sl + 1) if unsliced else range(n_sl):
-        if j < n_sl and (take[j] or s_end[j] <= s_first[j]):
+    for j in range(n_sl + 1 if unsliced else n_sl):
+        if j < n_sl and (take[j] or s_end[j] <= s_first[j] or (unsliced and not s_apart[j])):
             continue
         last_end = -1
         for r in range(r_ptr[j], r_ptr[j + 1]):
@@ -569,10 +570,10 @@ def plan_state_packed(state, trans, flags, step, params, tables, lower, memo, ta
     chain_ptr, chain_target = step[step[1]:step[2]], step[step[2]:step[3]]
     p = params
     c_start, c_limit, c_wider = p[p[0]:p[1]], p[p[1]:p[2]], p[p[2]:p[3]]
-    s_cover, s_max, s_first, s_end = p[p[3]:p[4]], p[p[4]:p[5]], p[p[5]:p[6]], p[p[6]:p[7]]
-    r_ptr, r_node, r_end, r_byte = p[p[7]:p[8]], p[p[8]:p[9]], p[p[9]:p[10]], p[p[10]:p[11]]
+    s_cover, s_max, s_first, s_end, s_apart = p[p[3]:p[4]], p[p[4]:p[5]], p[p[5]:p[6]], p[p[6]:p[7]], p[p[7]:p[8]]
+    r_ptr, r_node, r_end, r_byte = p[p[8]:p[9]], p[p[9]:p[10]], p[p[10]:p[11]], p[p[11]:p[12]]
     off, edge_ptr, edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary = table_views(tables)
     return plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_wider, off, edge_ptr,
-                      edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, p[12],
-                      s_cover, s_max, s_first, s_end, r_ptr, r_node, r_end, r_byte, byte_class, flags[0],
+                      edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, p[13],
+                      s_cover, s_max, s_first, s_end, s_apart, r_ptr, r_node, r_end, r_byte, byte_class, flags[0],
                       take, starts, ends, exits)

@@ -140,26 +140,6 @@ def _row_to_ids(row, limit):
 
 
 @njit(nogil=True, cache=True)
-def _count_and_list(row, ids):
-    """The number of bits set in ``row``; their positions go to ``ids`` while they fit."""
-    n = 0
-    cap = ids.shape[0]
-    for w in range(row.shape[0]):
-        x = np.int64(row[w]) & 0xFFFFFFFF
-        if x == 0:
-            continue
-        # population count of one 32-bit word (SWAR, in 64-bit arithmetic: nothing overflows)
-        c = x - ((x >> 1) & 0x55555555)
-        c = (c & 0x33333333) + ((c >> 2) & 0x33333333)
-        c = (c + (c >> 4)) & 0x0F0F0F0F
-        c = (c + (c >> 8) + (c >> 16) + (c >> 24)) & 0x3F
-        if n + c <= cap:
-            _list_bits(x, w * 32, ids, n)
-        n += c
-    return n
-
-
-@njit(nogil=True, cache=True)
 def _rejected_ids(row, base, limit):
     """Ids of the trie tokens (bits of ``base``) whose bit in ``row`` is clear, ascending; there
     are ``limit`` of them."""
@@ -245,12 +225,12 @@ def _scratch_parts(b32, b64):
 @njit(nogil=True, cache=True)
 def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, plan_block, node_byte, trie_pack,
                    frames, b32, b64):
-    """A state's walk plan (:func:`._survival.plan_state_packed`) and, when it takes no slice whole
-    (most states: narrow), :func:`_walk_and_list` of its ranges; returns the walk's exit count.
-    ``info[5:8]``: the ranges and the plan's exits, and whether slices were taken (then nothing was
-    walked: the caller ORs their union in first). One call where a first mask made three (each
-    kernel call from Python pays for its arguments and, cold, for its dispatch). ``plan_block``: the
-    plan's buffers (:func:`._survival.plan_views`); ``b32``, ``b64``: a :class:`WalkScratch`'s blocks."""
+    """A state's walk plan (:func:`._survival.plan_state_packed`) and :func:`_walk_and_list` of its
+    ranges into a cleared row; returns the walk's exit count. ``info[5:8]``: the ranges and the
+    plan's exits, and whether slices were taken whole (the caller adds their tokens: none of them
+    was walked). One call where a first mask made three (each kernel call from Python pays for its
+    arguments and, cold, for its dispatch). ``plan_block``: the plan's buffers
+    (:func:`._survival.plan_views`); ``b32``, ``b64``: a :class:`WalkScratch`'s blocks."""
     info = b64[_INFO:_CAPS]
     take, starts, ends, first_exits = plan_views(plan_block)
     n, ne = plan_state_packed(state, trans, flags, step, params, tables, lower, memo, take, starts, ends,
@@ -262,14 +242,14 @@ def _plan_and_walk(state, trans, flags, step, params, tables, lower, memo, plan_
     for j in range(take.shape[0]):
         if take[j]:
             info[7] = 1
-            return 0
+            break
     return _walk_and_list(state, _walk_mod.EXIT, starts[:n], ends[:n], node_byte, trie_pack, trans, flags,
-                          step, frames, b32, b64, True)
+                          step, frames, b32, b64)
 
 
 @njit(nogil=True, cache=True)
-def _walk_and_list(top, par, starts, ends, node_byte, trie_pack, trans, flags, step, frames, b32, b64, clear):
-    """``row`` cleared (when ``clear``), the ranges walked into it (:func:`._walk.walk_trie_packed`) and
+def _walk_and_list(top, par, starts, ends, node_byte, trie_pack, trans, flags, step, frames, b32, b64):
+    """``row`` cleared, the ranges walked into it (:func:`._walk.walk_trie_packed`) and
     the ids it accepts listed into ``ids`` while they fit (their count: ``info[8]``; the walk lists
     them as it sets their bits, in the order walked, so a cleared row is not scanned, ~1 µs on a
     4,748-word row); returns the exit count. The buffers are parts of a :class:`WalkScratch`'s
@@ -277,8 +257,7 @@ def _walk_and_list(top, par, starts, ends, node_byte, trie_pack, trans, flags, s
     start node (a context resolution's exit nodes), its end and first byte read here from the trie
     (the walk skips a range whose first byte's class already died)."""
     row, ids, cbuf, step_block, exit_nodes, info, cdepth, arena_cap, config_cap = _scratch_parts(b32, b64)
-    if clear:
-        row[:] = 0
+    row[:] = 0
     if ends.shape[0] != starts.shape[0]:
         ends, start_bytes = _walk_mod.subtrees(starts, node_byte, trie_pack)
     else:
@@ -292,10 +271,6 @@ def _walk_and_list(top, par, starts, ends, node_byte, trie_pack, trans, flags, s
         n_exit = _walk_mod.walk_trie_packed(top, par, starts, ends, start_bytes, node_byte, trie_pack, trans,
                                             flags, step, frames, row, exit_nodes, cbuf, cdepth, step_block,
                                             arena_cap, config_cap, info, ids)
-        if info[2] != 0:
-            return n_exit
-    if not clear:  # (the row held tokens before the walk: the walk listed only its own)
-        info[8] = _count_and_list(row, ids)
     return n_exit
 
 
@@ -313,12 +288,13 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     """Context-independent mask of ``state`` (see module docstring).
 
     ``slices`` partition the trie tokens (:mod:`.slices`); ``trie_row`` is the bitset of them all.
-    The slices whose every token the state accepts are one bitset (:meth:`SliceSet.union`); the
-    others are walked -- the unsliced trie instead, when no slice is taken whole.
+    The slices whose every token the state accepts are one bitset (:meth:`SliceSet.union`) and, for
+    a short mask, one list of ids (:meth:`SliceSet.union_ids`); the others are walked -- the
+    unsliced trie instead, when no slice it holds is taken whole.
     """
     if rtn.dead_end[state]:  # only a pop can follow: every token leaves the frame at its first byte
         return StateMask(TokenSetKind.ACCEPTED, _NO_EXITS, slices.top_nodes, 0)
-    block, take, starts, ends, first_exits = scratch.plan_out(slices)
+    block, take, _, _, first_exits = scratch.plan_out(slices)
     plan = slices.plan_arrays(rtn)
     while True:  # plan, and where no slice is taken whole, walk and list: one kernel call
         n_exit = _plan_and_walk(state, *rtn.step_pack, slices.plan_params, plan.tables, plan.lower, plan.memo,
@@ -330,12 +306,7 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
         scratch.grow_exits(slices.trie)  # (at most one exit per trie node: sized once, then again)
     _raise_walk_error(code)
     row, ids, info = scratch.row, scratch.ids, scratch.info
-    n, ne = int(info[5]), int(info[6])
-    if info[7]:  # slices taken whole: their union, then the others walked onto it
-        row[:] = slices.union(slices.taken(take))
-        n_exit = _walk_listing(state, _walk_mod.EXIT, starts[:n], ends[:n], _NO_FRAMES, False, rtn,
-                               slices.trie, scratch)
-        row, ids, info = scratch.row, scratch.ids, scratch.info  # (new if that walk grew them)
+    ne = int(info[6])
     exits = scratch.exits[:n_exit].copy() if n_exit else _NO_EXITS
     count = int(info[8])
     if ne:  # (nodes only a pop can take: the plan lists them, no walk visits them)
@@ -347,6 +318,14 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     # 0.3 us as the 4,748 words of a bitset); longer lists would take less memory (4 bytes an id,
     # 4 a word) but cost time on every token
     short = words // 4
+    if info[7]:  # slices taken whole (none of their tokens walked): added to the walk's
+        taken = slices.taken(take)
+        walked = count
+        count += slices.union_count(taken)
+        if count <= short:  # (whitespace at a JSON value: ~430 ids)
+            return StateMask(TokenSetKind.ACCEPTED, np.concatenate((ids[:walked], slices.union_ids(taken))),
+                             exits, count)
+        np.bitwise_or(row, slices.union(taken), out=row)
     if count <= short:
         return StateMask(TokenSetKind.ACCEPTED, ids[:count].copy(), exits, count)
     if n_trie - count <= short:
@@ -361,23 +340,23 @@ def resolve_context(state_mask: StateMask, parent: int, rtn, slices: SliceSet, p
     Returns ``(token ids, deepest pool depth touched)``.
     """
     _walk_listing(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, _AS_SUBTREES,
-                  pool.block, True, rtn, slices.trie, scratch)
+                  pool.block, rtn, slices.trie, scratch)
     row, ids, info = scratch.row, scratch.ids, scratch.info
     min_depth = min(int(pool.depth[parent]), int(info[3]))
     count = int(info[8])
     return (ids[:count].copy() if count <= ids.shape[0] else _row_to_ids(row, count)), min_depth
 
 
-def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, frames: np.ndarray, clear: bool,
-                  rtn, trie, scratch: WalkScratch) -> int:
-    """One :func:`_walk_and_list` call into ``scratch.row`` (cleared first when ``clear``), walking
+def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, frames: np.ndarray, rtn, trie,
+                  scratch: WalkScratch) -> int:
+    """One :func:`_walk_and_list` call into ``scratch.row`` (cleared first), walking
     again with more room for exits if it ran out; returns the exit count (the nodes: the start of
     ``scratch.exits``). ``frames``: the pool's rows below ``par``, or ``_NO_FRAMES``; ``ends``:
     the ranges' ends, or ``_AS_SUBTREES``: each range the subtree of its start node, whose first
     byte the walk reads to skip a range its class already died on."""
     while True:
         n_exit = _walk_and_list(top, par, starts, ends, trie.node_byte, trie.walk_pack, *rtn.step_pack,
-                                frames, scratch.block32, scratch.block64, clear)
+                                frames, scratch.block32, scratch.block64)
         code = int(scratch.info[2])
         if code != _walk_mod.ERR_EXITS:
             break
@@ -401,7 +380,6 @@ def warm_kernels(num_words: int, trie_ids: np.ndarray) -> None:
             _write_set(row, kind, row if kind == TokenSetKind.BITSET else ids, overwrite, base)
     _write_row(row, TokenSetKind.ACCEPTED, ids, base, ids, ids)
     row[:] = 0
-    _count_and_list(row, np.empty(1, dtype=np.int32))
     _row_to_ids(row, 0)  # the limit is the count: 0 bits set
     _rejected_ids(base, base, 0)  # (no bit of base is clear in base)
 

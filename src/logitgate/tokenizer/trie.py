@@ -84,6 +84,58 @@ def _build_trie(data: np.ndarray, offsets: np.ndarray):  # pragma: no cover - co
     return node_byte, node_depth, node_parent, node_end, tok_node, max_len
 
 
+@numba.njit(nogil=True, cache=True)
+def _restrict_trie(node_byte, node_depth, node_parent, tok_start, tok_ids, keep_token):  # pragma: no cover
+    """The trie of the tokens ``keep_token`` flags: the nodes on their paths, in the same preorder."""
+    total = node_byte.shape[0]
+    keep = np.zeros(total, np.uint8)
+    keep[0] = 1
+    n_tok = 0
+    for v in range(total - 1, 0, -1):
+        if keep[v] == 0:
+            for x in range(tok_start[v], tok_start[v + 1]):
+                if keep_token[tok_ids[x]]:
+                    keep[v] = 1
+                    n_tok += 1
+        if keep[v]:
+            keep[node_parent[v]] = 1
+    new_id = np.full(total, -1, np.int32)
+    count = 0
+    max_len = 0
+    for v in range(total):
+        if keep[v]:
+            new_id[v] = count
+            count += 1
+            if node_depth[v] > max_len:
+                max_len = node_depth[v]
+    out_byte = np.zeros(count, np.uint8)
+    out_depth = np.zeros(count, np.int32)
+    out_parent = np.full(count, -1, np.int32)
+    out_start = np.zeros(count + 1, np.int32)
+    out_ids = np.empty(tok_ids.shape[0], np.int32)
+    k = 0
+    for v in range(total):
+        w = new_id[v]
+        if w < 0:
+            continue
+        out_byte[w] = node_byte[v]
+        out_depth[w] = node_depth[v]
+        if v > 0:
+            out_parent[w] = new_id[node_parent[v]]
+        out_start[w] = k
+        for x in range(tok_start[v], tok_start[v + 1]):
+            if keep_token[tok_ids[x]]:
+                out_ids[k] = tok_ids[x]
+                k += 1
+    out_start[count] = k
+    out_end = np.arange(1, count + 1).astype(np.int32)
+    for v in range(count - 1, 0, -1):
+        p = out_parent[v]
+        if out_end[v] > out_end[p]:
+            out_end[p] = out_end[v]
+    return out_byte, out_depth, out_parent, out_end, out_start, out_ids[:k].copy(), max_len
+
+
 @dataclass(frozen=True, eq=False)
 class TokenTrie:
     """Flat-array trie over token byte strings (see the module docstring for the layout)."""
@@ -127,6 +179,20 @@ class TokenTrie:
         # ids come out grouped by node already.
         tok_ids = ids[np.asarray(order, dtype=np.int64)].astype(np.int32) if order else np.zeros(0, np.int32)
         return cls(node_byte, node_depth, node_parent, node_end, tok_start, tok_ids, int(max_len))
+
+    def restricted_to(self, keep_token: np.ndarray) -> TokenTrie:
+        """The trie of this one's tokens whose ids ``keep_token`` (a boolean array over ids) flags, in
+        the same preorder (what :meth:`from_tokens` would build from them, without sorting again).
+
+            >>> t = TokenTrie.from_tokens([b"ab", b"a", b"b"], [0, 1, 2])
+            >>> r = t.restricted_to(np.array([True, False, True]))
+            >>> r.node_byte.tolist(), r.tok_ids.tolist()
+            ([0, 97, 98, 98], [0, 2])
+        """
+        keep = np.asarray(keep_token, dtype=np.bool_)
+        byte, depth, parent, end, start, ids, max_len = _restrict_trie(
+            self.node_byte, self.node_depth, self.node_parent, self.tok_start, self.tok_ids, keep)
+        return TokenTrie(byte, depth, parent, end, start, ids, int(max_len))
 
     @classmethod
     def concat(cls, tries: Sequence[TokenTrie]) -> tuple[TokenTrie, np.ndarray]:
