@@ -177,6 +177,7 @@ class SliceSet:
     _union_ids: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     #: slice indices by the flags of a walk plan (few patterns occur)
     _taken: dict[bytes, tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
+    _taken_bits: dict[int, tuple[tuple[int, ...], int]] = field(default_factory=dict, repr=False, compare=False)
     _unions_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def __iter__(self):
@@ -243,9 +244,20 @@ class SliceSet:
                 self._unions[taken] = u
         return u
 
-    def union_count(self, taken: tuple[int, ...]) -> int:
-        """How many tokens the slices ``taken`` hold."""
-        return sum(self.slices[j].token_ids.shape[0] for j in taken)
+    def taken_from_bits(self, bits: int, take: np.ndarray) -> tuple[tuple[int, ...], int]:
+        """``(taken, tokens)``: the indices of the slices a plan took whole and how many tokens they
+        hold, kept by ``bits`` (bit ``j`` for slice ``j``: one dict read for a mask kernel's answer,
+        where :meth:`taken` of its ``take`` flags and a count cost ~10 µs with Python's caches cold);
+        a set of more than 63 slices reads ``take``."""
+        hit = self._taken_bits.get(bits)
+        if hit is None:
+            taken = self.taken(take)
+            hit = (taken, sum(int(self.slices[j].token_ids.shape[0]) for j in taken))
+            if len(self.slices) <= 63:
+                if len(self._taken_bits) >= 256:
+                    self._taken_bits.clear()
+                self._taken_bits[bits] = hit
+        return hit
 
     def union_ids(self, taken: tuple[int, ...]) -> np.ndarray:
         """The token ids of slices ``taken`` (read-only; kept per combination, as :meth:`union`)."""
