@@ -90,13 +90,11 @@ def _restrict_trie(node_byte, node_depth, node_parent, tok_start, tok_ids, keep_
     total = node_byte.shape[0]
     keep = np.zeros(total, np.uint8)
     keep[0] = 1
-    n_tok = 0
-    for v in range(total - 1, 0, -1):
+    for v in range(total - 1, 0, -1):  # (children come after their parent: a node's are decided first)
         if keep[v] == 0:
             for x in range(tok_start[v], tok_start[v + 1]):
                 if keep_token[tok_ids[x]]:
                     keep[v] = 1
-                    n_tok += 1
         if keep[v]:
             keep[node_parent[v]] = 1
     new_id = np.full(total, -1, np.int32)
