@@ -18,14 +18,18 @@ from ._automata_kernels import grow, same_run
 
 #: returned when every string of the cover survives
 INFINITE = -1
-#: a lower bound meaning "survives everything" (lower bounds are int16)
+#: a lower bound meaning "survives everything" (lower bounds are int16, stored as depth + 1: an array
+#: of zeros knows none -- numpy's zeros come from the OS untouched, where filling -1 into a 365,000-
+#: state grammar's arrays wrote 13-17 MB at its first mask)
 LOWER_INF = 32767
 #: a depth meaning "survives everything" in :func:`plan_state`'s depths and memo (int32)
 DEPTH_INF = 1 << 30
-#: a memo entry not searched yet
+#: a memo entry not searched yet (memo entries are stored as depth - UNKNOWN_DEPTH: zeros are unknown)
 UNKNOWN_DEPTH = -2
 #: states with at most this many call chains first look up (or search) their entry states' depths
 MAX_ENTRIES_TRIED = 4
+#: a grammar with more states gets its plan's per-state arrays from numpy (:func:`plan_tables`)
+LAZY_ZEROS = 1 << 14
 #: columns of :func:`cover_tables`'s offsets: where a cover's rows start in each concatenated array
 T_PTR, T_EDGE, T_CLS_PTR, T_CLS, T_FIRST, T_STATE = range(6)
 
@@ -77,8 +81,8 @@ def survival_search(
 ):
     """Survival depth of ``state`` (``INFINITE`` when nothing ever dies); see the module docstring.
 
-    ``lower[g]`` (one entry per grammar state, kept by the caller) is raised to what the search
-    proves for state ``g``: reached alone at a character boundary (a cover state with
+    ``lower[g]`` (one entry per grammar state, kept by the caller; depth + 1, 0: none) is raised to
+    what the search proves for state ``g``: reached alone at a character boundary (a cover state with
     ``boundary``) after ``d`` complete characters, it survives ``h - d`` more (``LOWER_INF``:
     everything). States further along a bounded string then need no search.
     """
@@ -95,7 +99,7 @@ def survival_search(
             d = dist[sid * nq + q]
             if d >= _UNSEEN:
                 continue
-            b = LOWER_INF if h == INFINITE else h - d
+            b = LOWER_INF if h == INFINITE else h - d + 1  # (stored as depth + 1: 0 is none)
             if b > lower[g]:
                 lower[g] = b
     return h
@@ -382,12 +386,15 @@ def cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_cla
 @njit(nogil=True, cache=True)
 def plan_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_class, g_ncls, g_nstates):
     """A grammar's walk-plan arrays in one call: :func:`cover_tables`, and per cover and grammar
-    state the survival depth proved so far (``lower``, int16, -1: none) and searched
-    (``memo``, int32, ``UNKNOWN_DEPTH``: not yet). (Two numpy calls from Python cost a grammar's
-    first mask ~15 µs, cold.)"""
+    state the survival depth proved so far (``lower``, int16, depth + 1, 0: none) and searched
+    (``memo``, int32, depth - ``UNKNOWN_DEPTH``, 0: not yet), zeros. (Two numpy calls from Python
+    cost a grammar's first mask ~15 µs, cold; numba's zeros are written, numpy's come from the OS
+    untouched: a grammar of more than ``LAZY_ZEROS`` states gets numpy's, see
+    :meth:`logitgate.engine.slices.SliceSet.plan_arrays`.)"""
     nk = c_start.shape[0]
-    lower = np.full((nk, g_nstates), -1, dtype=np.int16)
-    memo = np.full((nk, g_nstates), UNKNOWN_DEPTH, dtype=np.int32)
+    n = g_nstates if g_nstates <= LAZY_ZEROS else 0
+    lower = np.zeros((nk, n), dtype=np.int16)
+    memo = np.zeros((nk, n), dtype=np.int32)
     tables = cover_tables(c_byte_class, c_trans, c_final, c_nq, c_nc, c_start, g_byte_class, g_ncls)
     return tables, lower, memo
 
@@ -407,10 +414,10 @@ def _quick_depth(k, s, trans, ncls, chain_ptr, off, first, limit, lower, memo):
     """Cover ``k``'s survival depth of ``s`` when known without a search, else ``UNKNOWN_DEPTH``."""
     if dies_at_once(s, trans, ncls, chain_ptr, first[off[k, T_FIRST]:off[k + 1, T_FIRST]]):
         return 0
-    known = lower[k, s]
-    if known >= limit:
-        return DEPTH_INF if known == LOWER_INF else np.int64(known)
-    return np.int64(memo[k, s])
+    known = lower[k, s]  # (depth + 1)
+    if known > limit:
+        return DEPTH_INF if known == LOWER_INF else np.int64(known) - 1
+    return np.int64(memo[k, s]) + UNKNOWN_DEPTH
 
 
 @njit(nogil=True, cache=True)
@@ -469,9 +476,9 @@ def cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit
                                 edge_cls_ptr[off[k, T_CLS_PTR]:off[k + 1, T_CLS_PTR]],
                                 edge_cls[off[k, T_CLS]:off[k + 1, T_CLS]], boundary[q0:q1], lower[k])
             result = DEPTH_INF if h == INFINITE else h
-        memo[k, s] = result
+        memo[k, s] = result - UNKNOWN_DEPTH
         sp -= 1
-    return np.int64(memo[k, state])
+    return np.int64(memo[k, state]) + UNKNOWN_DEPTH
 
 
 @njit(nogil=True, cache=True)

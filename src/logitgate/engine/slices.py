@@ -310,8 +310,11 @@ class SliceSet:
             plans = rtn.__dict__["_slice_plans"] = {}
         p = plans.get(id(self))
         if p is None:
-            p = plans[id(self)] = _Plan(*plan_tables(*self._cover_args, rtn.byte_class, rtn.num_classes,
-                                                     rtn.num_states))
+            tables, lower, memo = plan_tables(*self._cover_args, rtn.byte_class, rtn.num_classes, rtn.num_states)
+            if lower.shape[1] != rtn.num_states:  # (a large grammar: zeros the OS gives untouched)
+                lower = np.zeros((len(self.covers), rtn.num_states), dtype=np.int16)
+                memo = np.zeros((len(self.covers), rtn.num_states), dtype=np.int32)
+            p = plans[id(self)] = _Plan(tables, lower, memo)
         return p
 
     @functools.cached_property
@@ -405,7 +408,8 @@ class SliceSet:
 class _Plan:
     """Per grammar and slice set: the covers' search input in the grammar's classes
     (:func:`._survival.cover_tables`), survival depths proved so far per cover and state (``lower``,
-    int16, -1: none) and the depths searched (``memo``, int32, ``UNKNOWN_DEPTH``: not yet)."""
+    int16, depth + 1, 0: none) and the depths searched (``memo``, int32, depth - ``UNKNOWN_DEPTH``, 0:
+    not yet)."""
 
     tables: np.ndarray  # (one array: :func:`._survival.table_views` reads it)
     lower: np.ndarray
