@@ -113,6 +113,32 @@ def test_whitespace_is_kept_apart_from_the_unsliced_trie_and_taken_whole_at_a_js
     assert _ids(fast, rt) == _ids(plain, rt) and ws <= _ids(fast, rt)
 
 
+def test_a_large_grammars_plan_arrays_are_untouched_zeros_and_its_masks_are_exact(compiler):
+    """A grammar of more than ``LAZY_ZEROS`` states gets its per-state plan arrays (depths proved and
+    searched, 0: none) from numpy rather than the kernel; its masks are still a whole-trie walk's,
+    the depths found are remembered, and the other grammars' arrays are the kernel's, zeros too."""
+    from logitgate.engine._survival import LAZY_ZEROS
+
+    cg = compiler.compile_json_schema({"type": "string", "minLength": 3, "maxLength": 2000})
+    rt, rtn = cg._runtime, cg.rtn
+    assert rtn.num_states > LAZY_ZEROS
+    plan = rt.slices.plan_arrays(rtn)
+    assert plan.lower.shape == plan.memo.shape == (len(rt.slices.covers), rtn.num_states)
+    assert not plan.lower.any() and not plan.memo.any()
+    whole = _whole_trie_slice(rt)
+    m = lg.GrammarMatcher(cg)
+    text = b'"' + b"word and w\u00e9rd, " * 4
+    for i in range(len(text)):
+        (s,) = m._top.tolist()
+        fast = compute_state_mask(s, rtn, rt.slices, rt.base_row, rt.scratch())
+        plain = compute_state_mask(s, rtn, whole, rt.base_row, rt.scratch())
+        assert _ids(fast, rt) == _ids(plain, rt), text[:i]
+        assert m.accept_string(text[i:i + 1])
+    assert plan.memo.any() or plan.lower.any()  # (what the searches found stays with the grammar)
+    small = rt.slices.plan_arrays(compiler.compile_json_schema({"type": "string", "maxLength": 5}).rtn)
+    assert small.memo.shape[1] <= LAZY_ZEROS and not small.lower.any() and not small.memo.any()
+
+
 def test_layers_of_a_long_counted_string_share_masks_only_where_tokens_cannot_tell_them_apart(compiler):
     """In ``minLength: 140, maxLength: 420`` a token (at most 128 bytes here) cannot tell layer 5
     from layer 0 (neither reaches 140 characters) nor layer 200 from layer 140 (both may close,
