@@ -127,7 +127,7 @@ def test_a_large_grammars_plan_arrays_are_untouched_zeros_and_its_masks_are_exac
     assert not plan.lower.any() and not plan.memo.any()
     whole = _whole_trie_slice(rt)
     m = lg.GrammarMatcher(cg)
-    text = b'"' + b"word and w\u00e9rd, " * 4
+    text = b'"' + b"word and w\\u00e9rd, " * 4
     for i in range(len(text)):
         (s,) = m._top.tolist()
         fast = compute_state_mask(s, rtn, rt.slices, rt.base_row, rt.scratch())
