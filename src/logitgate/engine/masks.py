@@ -198,8 +198,7 @@ class WalkScratch:
 
     def grow_exits(self, trie) -> None:
         """Room for a walk's exit nodes: at most one per trie node. Every buffer is new (the
-        attributes read before are stale); the row keeps what it held (a walk onto a row that held
-        slices taken whole is walked again onto the same)."""
+        attributes read before are stale); the row keeps what it held."""
         row = self.row
         self._allocate(max(self.exits.shape[0] * 4, trie.num_nodes))
         self.row[:] = row

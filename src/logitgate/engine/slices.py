@@ -215,9 +215,7 @@ class SliceSet:
         key = take.tobytes()
         taken = self._taken.get(key)
         if taken is None:
-            if len(self._taken) >= 256:  # (bounded, as the unions are)
-                self._taken.clear()
-            taken = self._taken[key] = tuple(np.flatnonzero(take).tolist())
+            taken = _kept(self._taken, key, tuple(np.flatnonzero(take).tolist()), self._unions_lock)
         return taken
 
     def plan_buffers(self) -> tuple[np.ndarray, ...]:
@@ -238,10 +236,7 @@ class SliceSet:
             for j in taken:
                 u |= self.slices[j].bitset
             u.flags.writeable = False
-            with self._unions_lock:
-                if len(self._unions) >= 256:  # (bounded: 256 rows of the vocabulary's bits)
-                    self._unions.clear()
-                self._unions[taken] = u
+            _kept(self._unions, taken, u, self._unions_lock)
         return u
 
     def taken_from_bits(self, bits: int, take: np.ndarray) -> tuple[tuple[int, ...], int]:
@@ -254,9 +249,7 @@ class SliceSet:
             taken = self.taken(take)
             hit = (taken, sum(int(self.slices[j].token_ids.shape[0]) for j in taken))
             if len(self.slices) <= 63:
-                if len(self._taken_bits) >= 256:
-                    self._taken_bits.clear()
-                self._taken_bits[bits] = hit
+                _kept(self._taken_bits, bits, hit, self._unions_lock)
         return hit
 
     def union_ids(self, taken: tuple[int, ...]) -> np.ndarray:
@@ -265,10 +258,7 @@ class SliceSet:
         if u is None:
             u = np.concatenate([self.slices[j].token_ids for j in taken]).astype(np.int32, copy=False)
             u.flags.writeable = False
-            with self._unions_lock:
-                if len(self._union_ids) >= 256:
-                    self._union_ids.clear()
-                self._union_ids[taken] = u
+            _kept(self._union_ids, taken, u, self._unions_lock)
         return u
 
     def survival_depth(self, k: int, state: int, rtn) -> float:
@@ -388,7 +378,7 @@ class SliceSet:
         finds them."""
         ptr, node = self._roots[:2]
         n_sl = len(self.slices)
-        groups = [j for j, sl in enumerate(self.slices) if sl.apart] + [n_sl] if self.unsliced else range(n_sl)
+        groups = ([j for j, sl in enumerate(self.slices) if sl.apart] + [n_sl]) if self.unsliced else range(n_sl)
         nodes = np.concatenate([node[ptr[j]:ptr[j + 1]] for j in groups]).astype(np.int32)
         nodes.flags.writeable = False
         return nodes
@@ -402,6 +392,17 @@ class SliceSet:
                 np.array([x.max_chars if x.max_chars is not None else -1 for x in sl], dtype=np.int64),
                 np.array([x.first for x in sl], dtype=np.int64), np.array([x.end for x in sl], dtype=np.int64),
                 np.array([x.apart for x in sl], dtype=np.int64))
+
+
+def _kept(cache: dict, key, value, lock: threading.Lock):
+    """Keep ``value`` under ``key`` in one of a slice set's per-combination caches and return it.
+    Bounded: a cache of 256 entries is cleared first (states take few different combinations, and
+    a union is a row of the vocabulary's bits)."""
+    with lock:
+        if len(cache) >= 256:
+            cache.clear()
+        cache[key] = value
+    return value
 
 
 @dataclass
