@@ -207,6 +207,29 @@ def test_a_restricted_trie_is_the_trie_of_the_tokens_kept(seed) -> None:
     assert got.max_depth == want.max_depth
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_children_lists_match_the_preorder_layout(seed) -> None:
+    rng = np.random.default_rng(seed)
+    toks = [bytes(rng.integers(96, 104, size=int(rng.integers(1, 6))).tolist()) for _ in range(300)]
+    one = TokenTrie.from_tokens(toks, range(len(toks)))
+    t = one if seed < 2 else TokenTrie.concat([one, TokenTrie.from_tokens([b"x", b"xy", b"z"], [0, 1, 2])])[0]
+    kid_ptr, kid_node, kid_pos, kid_byte = t.kids
+    for n in range(t.num_nodes):
+        children, c = [], n + 1  # the children by the preorder: each next one past the last's subtree
+        while c < int(t.node_end[n]):
+            children.append(c)
+            c = int(t.node_end[c])
+        listed = kid_node[kid_ptr[n]:kid_ptr[n + 1]].tolist()
+        assert listed == children
+        assert kid_byte[kid_ptr[n]:kid_ptr[n + 1]].tolist() == t.node_byte[children].tolist()
+        assert [int(kid_pos[c]) for c in children] == list(range(int(kid_ptr[n]), int(kid_ptr[n + 1])))
+    roots = np.flatnonzero(t.node_parent < 0)
+    assert kid_pos[roots].tolist() == [-1] * len(roots) and kid_node.shape[0] == t.num_nodes - len(roots)
+    pack, walk_bytes = t.walk_pack, t.walk_bytes
+    assert pack[pack[4]:pack[5]].tolist() == kid_ptr.tolist() and pack[pack[6]:pack[7]].tolist() == kid_pos.tolist()
+    assert walk_bytes[:t.num_nodes].tolist() == t.node_byte.tolist() and walk_bytes[t.num_nodes:].tolist() == kid_byte.tolist()
+
+
 def test_save_load_roundtrip(tmp_path) -> None:
     info = TokenizerInfo.from_vocab([b"a", b"\xff\x00", b"", b"<eos>"], vocab_size=70, special_token_ids=[3],
                                     eos_token_id=3)

@@ -156,10 +156,22 @@ def _set_tokens(row, node, tok_start, tok_ids, listed, n_listed):
     return n_listed
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _next_sibling_alive(i, pn, dead_under, byte_class, kid_ptr, kid_node, kid_pos, kid_byte, node_end):
+    """The node after ``i`` (a child of ``pn``) in a walk, passing over the siblings whose byte class
+    led nowhere under ``pn`` (``dead_under[c] == pn``) by their bytes alone: the next other sibling,
+    or the node after ``pn``'s subtree."""
+    p = kid_pos[i] + 1
+    lim = kid_ptr[pn + 1]
+    while p < lim and dead_under[byte_class[kid_byte[p]]] == pn:
+        p += 1
+    return kid_node[p] if p < lim else node_end[pn]
+
+
 @njit(nogil=True, cache=True)
 def walk_trie(
     top, par, starts, ends, n_starts, start_bytes,
-    node_byte, node_depth, node_end, tok_start, tok_ids,
+    node_byte, node_depth, node_end, tok_start, tok_ids, kid_ptr, kid_node, kid_pos, kid_byte,
     byte_class, trans, ncls, final, simple, chain_ptr, chain_target, chain_push_ptr, chain_push,
     ps, pp, pd,
     accept_row, exit_nodes, cbuf_top, cbuf_par, cstart, cend, atop, as_, ap, work_top, work_par, info, listed,
@@ -178,6 +190,15 @@ def walk_trie(
 
     Context-independent masks walk the whole trie from ``(s, EXIT)``; context resolution walks the
     subtrees below exit nodes from the real parent frame.
+
+    Below the first level, a node that leads nowhere is left for its next sibling found in its
+    parent's children list (``kid_*``, see :attr:`logitgate.tokenizer.trie.TokenTrie.kids`): the
+    siblings whose byte also leads nowhere are passed over there, by their bytes, without reading
+    the nodes themselves. (Reaching the next sibling through ``node_end`` reads every sibling's
+    node, one after another: ``)`` has 58 children on Qwen2.5, and where few of them can follow,
+    a walk from a cold cache waits for memory at each.) A byte leads nowhere when the one stack
+    there takes a plain DFA step without a transition on it, or when a sibling with the same
+    byte class was stepped and nothing came of it (no stack, no pop out).
     """
     acount = np.zeros(1, dtype=np.int64)
     cap = cbuf_top.shape[0]
@@ -188,6 +209,11 @@ def walk_trie(
     # relative depth 1 is stepped from it, so a class found dead once skips the rest of its
     # subtrees (a context resolution starts at hundreds of exit nodes, most of them dead ends)
     dead_first = np.zeros(ncls, dtype=np.uint8)
+    # below the first level: the parent node under which each class was found to lead nowhere, and
+    # the node at each depth whose children are being walked
+    dead_under = np.full(ncls, -1, dtype=np.int32)
+    parent_at = np.empty(cstart.shape[0], dtype=np.int32)
+    dead_depth = 0  # the depth of the node before, when it led nowhere (else 0)
     known_bytes = start_bytes.shape[0] == n_starts
     for x in range(n_starts):
         if known_bytes and dead_first[byte_class[start_bytes[x]]]:
@@ -210,19 +236,36 @@ def walk_trie(
                 # the common case, kept tight: one stack whose top can only take a plain DFA step
                 nt = trans[t0 * ncls + byte_class[node_byte[i]]]
                 if nt < 0:
-                    i = node_end[i]
+                    if dead_depth != d or d == 1:
+                        dead_depth = d
+                        i = node_end[i]
+                        continue
+                    pn = parent_at[d - 1]
+                    p = kid_pos[i] + 1
+                    lim = kid_ptr[pn + 1]
+                    row0 = t0 * ncls
+                    while p < lim and trans[row0 + byte_class[kid_byte[p]]] < 0:
+                        p += 1
+                    i = kid_node[p] if p < lim else node_end[pn]
                     continue
+                dead_depth = 0
                 cstart[d] = o0
                 cbuf_top[o0] = nt
                 cbuf_par[o0] = cbuf_par[i0]
                 cend[d] = o0 + 1
                 atop[d] = atop[d - 1]
                 n_listed = _set_tokens(accept_row, i, tok_start, tok_ids, listed, n_listed)
+                parent_at[d] = i
                 i += 1
                 continue
             c = byte_class[node_byte[i]]
-            if d == 1 and dead_first[c]:
-                i = node_end[i]
+            if d == 1:
+                if dead_first[c]:
+                    i = node_end[i]
+                    continue
+            elif dead_under[c] == parent_at[d - 1]:
+                i = _next_sibling_alive(i, parent_at[d - 1], dead_under, byte_class, kid_ptr, kid_node, kid_pos,
+                                        kid_byte, node_end)
                 continue
             acount[0] = atop[d - 1]
             cstart[d] = o0
@@ -313,8 +356,11 @@ def walk_trie(
                     min_depth = info[1]
             cend[d] = o1
             atop[d] = acount[0]
-            if d == 1 and o1 == o0 and not popped_out:
-                dead_first[c] = 1
+            if o1 == o0 and not popped_out:
+                if d == 1:
+                    dead_first[c] = 1
+                else:
+                    dead_under[c] = parent_at[d - 1]
             if popped_out:
                 if n_exit >= exit_nodes.shape[0]:
                     info[2] = ERR_EXITS
@@ -322,9 +368,16 @@ def walk_trie(
                 exit_nodes[n_exit] = i
                 n_exit += 1
             if o1 == o0:
-                i = node_end[i]
+                if dead_depth != d or d == 1:
+                    dead_depth = d
+                    i = node_end[i]
+                    continue
+                i = _next_sibling_alive(i, parent_at[d - 1], dead_under, byte_class, kid_ptr, kid_node, kid_pos,
+                                        kid_byte, node_end)
                 continue
+            dead_depth = 0
             n_listed = _set_tokens(accept_row, i, tok_start, tok_ids, listed, n_listed)
+            parent_at[d] = i
             i += 1
     info[3] = min_depth
     info[8] = n_listed
@@ -378,6 +431,8 @@ def walk_trie_packed(top, par, starts, ends, start_bytes, node_byte, trie_pack, 
         top, par, starts, ends, starts.shape[0], start_bytes,
         node_byte, trie_pack[trie_pack[0]:trie_pack[1]], trie_pack[trie_pack[1]:trie_pack[2]],
         trie_pack[trie_pack[2]:trie_pack[3]], trie_pack[trie_pack[3]:trie_pack[4]],
+        trie_pack[trie_pack[4]:trie_pack[5]], trie_pack[trie_pack[5]:trie_pack[6]],
+        trie_pack[trie_pack[6]:trie_pack[7]], node_byte[trie_pack[1] - trie_pack[0]:],
         byte_class, trans, ncls, flags[0], flags[1], chain_ptr, chain_target, chain_push_ptr, chain_push,
         frames[0], frames[1], frames[2],
         accept_row, exit_nodes, cbuf[:half], cbuf[half:], cdepth[:nd], cdepth[nd:2 * nd], cdepth[2 * nd:],

@@ -302,7 +302,7 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     plan = slices.plan_arrays(rtn)
     while True:  # plan, and where no slice is taken whole, walk and list: one kernel call
         n_exit = _plan_and_walk(state, *rtn.step_pack, slices.plan_params, plan.tables, plan.lower, plan.memo,
-                                block, slices.trie.node_byte, slices.trie.walk_pack, _NO_FRAMES,
+                                block, slices.trie.walk_bytes, slices.trie.walk_pack, _NO_FRAMES,
                                 scratch.block32, scratch.block64)
         code = int(scratch.info[2])
         if code != _walk_mod.ERR_EXITS:
@@ -359,7 +359,7 @@ def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, fram
     the ranges' ends, or ``_AS_SUBTREES``: each range the subtree of its start node, whose first
     byte the walk reads to skip a range its class already died on."""
     while True:
-        n_exit = _walk_and_list(top, par, starts, ends, trie.node_byte, trie.walk_pack, *rtn.step_pack,
+        n_exit = _walk_and_list(top, par, starts, ends, trie.walk_bytes, trie.walk_pack, *rtn.step_pack,
                                 frames, scratch.block32, scratch.block64)
         code = int(scratch.info[2])
         if code != _walk_mod.ERR_EXITS:
