@@ -223,27 +223,21 @@ class TokenTrie:
             max_depth=max((t.max_depth for t in tries), default=0),
         ), roots
 
-    @functools.cached_property
+    @property
     def kids(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(kid_ptr, kid_node, kid_pos, kid_byte)``: every node's children listed together, so a
         walk can pass over the children it cannot enter without touching them. Node ``n``'s children
         are ``kid_node[kid_ptr[n]:kid_ptr[n + 1]]`` (in preorder, i.e. byte order), their edge bytes
         ``kid_byte`` at the same places; ``kid_pos[c]`` is where child ``c`` is listed (-1 for a root).
+        Views of :attr:`walk_pack` and :attr:`walk_bytes`.
 
             >>> t = TokenTrie.from_tokens([b"ab", b"a", b"b"], [0, 1, 2])
             >>> ptr, node, pos, byte = t.kids
             >>> node[ptr[0]:ptr[1]].tolist(), bytes(byte[ptr[0]:ptr[1]]), pos[3].item()
             ([1, 3], b'ab', 1)
         """
-        n = self.num_nodes
-        child = np.flatnonzero(self.node_parent >= 0)  # (in preorder: each parent's come in order)
-        parent = self.node_parent[child]
-        kid_node = child[np.argsort(parent, kind="stable")].astype(np.int32)
-        kid_ptr = np.zeros(n + 1, dtype=np.int32)
-        np.cumsum(np.bincount(parent, minlength=n), out=kid_ptr[1:])
-        kid_pos = np.full(n, -1, dtype=np.int32)
-        kid_pos[kid_node] = np.arange(kid_node.shape[0], dtype=np.int32)
-        return kid_ptr, kid_node, kid_pos, self.node_byte[kid_node]
+        p = self.walk_pack
+        return p[p[4]:p[5]], p[p[5]:p[6]], p[p[6]:p[7]], self.walk_bytes[self.num_nodes:]
 
     @functools.cached_property
     def walk_pack(self) -> np.ndarray:
@@ -251,14 +245,22 @@ class TokenTrie:
         (:attr:`kids`: ``kid_ptr``, ``kid_node``, ``kid_pos``) end to end in one int32 array, after a
         header of where each starts (and where the last ends): one argument for a trie walk instead
         of seven."""
-        kid_ptr, kid_node, kid_pos, _ = self.kids
+        n = self.num_nodes
+        child = np.flatnonzero(self.node_parent >= 0)  # (in preorder: each parent's come in order)
+        parent = self.node_parent[child]
+        kid_node = child[np.argsort(parent, kind="stable")]
+        kid_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(parent, minlength=n), out=kid_ptr[1:])
+        kid_pos = np.full(n, -1, dtype=np.int64)
+        kid_pos[kid_node] = np.arange(kid_node.shape[0])
         return end_to_end((self.node_depth, self.node_end, self.tok_start, self.tok_ids, kid_ptr, kid_node, kid_pos))
 
     @functools.cached_property
     def walk_bytes(self) -> np.ndarray:
         """``node_byte`` then ``kid_byte`` (:attr:`kids`) in one uint8 array: a walk's bytes, one
         argument."""
-        return np.concatenate((self.node_byte, self.kids[3]))
+        p = self.walk_pack
+        return np.concatenate((self.node_byte, self.node_byte[p[p[5]:p[6]]]))
 
     def lookup(self, data: bytes) -> int:
         """The node spelling ``data``, or -1 if no token starts with ``data`` (slow; for tests/tools)."""
