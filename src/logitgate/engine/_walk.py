@@ -191,10 +191,11 @@ def walk_trie(
     Context-independent masks walk the whole trie from ``(s, EXIT)``; context resolution walks the
     subtrees below exit nodes from the real parent frame.
 
-    Below the first level, a node that leads nowhere is left for its next sibling found in its
-    parent's children list (``kid_*``, see :attr:`logitgate.tokenizer.trie.TokenTrie.kids`): the
-    siblings whose byte also leads nowhere are passed over there, by their bytes, without reading
-    the nodes themselves. (Reaching the next sibling through ``node_end`` reads every sibling's
+    Below the first level, the second node in a row that leads nowhere is left for its next sibling
+    found in its parent's children list (``kid_*``, see :attr:`logitgate.tokenizer.trie.TokenTrie.kids`):
+    the siblings whose byte also leads nowhere are passed over there, by their bytes, without
+    reading the nodes themselves (the first goes on through ``node_end``: where its next sibling
+    lives, the lists cost nothing). (Reaching the next sibling through ``node_end`` reads every sibling's
     node, one after another: ``)`` has 58 children on Qwen2.5, and where few of them can follow,
     a walk from a cold cache waits for memory at each.) A byte leads nowhere when the one stack
     there takes a plain DFA step without a transition on it, or when a sibling with the same
@@ -417,8 +418,9 @@ def subtrees(nodes, node_byte, trie_pack):
 @njit(nogil=True, cache=True)
 def walk_trie_packed(top, par, starts, ends, start_bytes, node_byte, trie_pack, trans, flags, pack, frames,
                      accept_row, exit_nodes, cbuf, cdepth, step_block, arena_cap, config_cap, info, listed):
-    """:func:`walk_trie` over all of ``starts``, with its arrays passed as fewer: ``trie_pack``
-    (node depths, subtree ends, token starts and ids, see
+    """:func:`walk_trie` over all of ``starts``, with its arrays passed as fewer: ``node_byte``
+    (the node bytes, then the children lists' bytes: :attr:`logitgate.tokenizer.trie.TokenTrie.walk_bytes`),
+    ``trie_pack`` (node depths, subtree ends, token starts and ids, the children lists, see
     :attr:`logitgate.tokenizer.trie.TokenTrie.walk_pack`), ``trans``, ``flags`` and ``pack`` (the
     automaton's step arrays, see :attr:`logitgate.engine.rtn.RTN.step_pack`),
     ``frames`` (pool rows), ``cbuf`` (configuration tops then parents), ``cdepth`` (per-depth
