@@ -168,6 +168,17 @@ def _next_sibling_alive(i, pn, dead_under, byte_class, kid_ptr, kid_node, kid_po
     return kid_node[p] if p < lim else node_end[pn]
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _next_sibling_stepping(i, pn, trans, row, byte_class, kid_ptr, kid_node, kid_pos, kid_byte, node_end):
+    """:func:`_next_sibling_alive` for one stack taking a plain DFA step (its transitions from
+    ``trans[row:]``): the next sibling whose byte has a transition."""
+    p = kid_pos[i] + 1
+    lim = kid_ptr[pn + 1]
+    while p < lim and trans[row + byte_class[kid_byte[p]]] < 0:
+        p += 1
+    return kid_node[p] if p < lim else node_end[pn]
+
+
 @njit(nogil=True, cache=True)
 def walk_trie(
     top, par, starts, ends, n_starts, start_bytes,
@@ -241,13 +252,8 @@ def walk_trie(
                         dead_depth = d
                         i = node_end[i]
                         continue
-                    pn = parent_at[d - 1]
-                    p = kid_pos[i] + 1
-                    lim = kid_ptr[pn + 1]
-                    row0 = t0 * ncls
-                    while p < lim and trans[row0 + byte_class[kid_byte[p]]] < 0:
-                        p += 1
-                    i = kid_node[p] if p < lim else node_end[pn]
+                    i = _next_sibling_stepping(i, parent_at[d - 1], trans, t0 * ncls, byte_class, kid_ptr, kid_node,
+                                               kid_pos, kid_byte, node_end)
                     continue
                 dead_depth = 0
                 cstart[d] = o0
