@@ -112,3 +112,39 @@ def test_maskbench_engines_follow_each_other_about_equally_often():
     two = engine_orders(["a", "b"], 50, seed=1)
     run2 = [e for o in two for e in o]
     assert all(x != y for x, y in pairwise(run2))  # (two engines simply alternate)
+
+
+def test_workloads_engines_take_turns_and_a_failure_ends_only_that_engines_repeats(monkeypatch, capsys):
+    import argparse
+
+    from logitgate.benchmarks import workloads as wl
+
+    calls: list[tuple[str, str]] = []
+
+    def fake_run_once(engine, tokenizer, task, timeout):
+        calls.append((engine, task["kind"]))
+        if engine == "b" and sum(1 for e, _ in calls if e == "b") == 2:  # b's second repeat crashes
+            return {"status": "crash", "error": "boom", "tbm_us": []}
+        ttfm = {"a": 1000.0, "b": 2000.0, "c": 3000.0}[engine] + len(calls)
+        return {"status": "pass", "ttfm_us": ttfm, "tbm_us": [10.0, 30.0], "steady_us": 5.0}
+
+    monkeypatch.setattr(wl, "_run_once", fake_run_once)
+    arithmetic = [w for w in wl.workloads() if w["kind"] == "ebnf"][:1]
+    monkeypatch.setattr(wl, "workloads", lambda: arithmetic)
+    args = argparse.Namespace(engines="a,b,c", repeats=4, timeout=1.0, tokenizer="qwen2", steady_repeats=3, seed=5)
+    assert wl.run(args) == 0
+    engines = [e for e, _ in calls]
+    assert engines.count("a") == engines.count("c") == 4
+    assert engines.count("b") == 2  # (no repeat after the crash)
+    # the engines take turns: every round runs each engine (still passing) once, in a drawn order
+    rounds = [engines[0:3], engines[3:6], engines[6:8], engines[8:10]]
+    assert all(sorted(r) == ["a", "b", "c"] for r in rounds[:2]) and all(sorted(r) == ["a", "c"] for r in rounds[2:])
+    assert len({tuple(r) for r in rounds[:2]}) + len({tuple(r) for r in rounds[2:]}) > 2  # (not one fixed order)
+    out = capsys.readouterr()
+    table = {line.split("|")[2].strip(): [c.strip() for c in line.split("|")[3:-1]]
+             for line in out.out.splitlines() if line.startswith("| arithmetic")}
+    assert table["a"][0] == "pass" and table["c"][0] == "pass" and table["b"][0] == "crash"
+    assert float(table["a"][1]) == pytest.approx(1.0, abs=0.05)  # (median compile, ms)
+    assert float(table["c"][1]) == pytest.approx(3.0, abs=0.05)
+    assert float(table["a"][2]) == 20.0  # (mask mean over every step of every repeat)
+    assert "boom" in out.err

@@ -2,7 +2,8 @@
 
 Each workload is a grammar plus valid texts; the texts are tokenized with the real Qwen2.5
 BPE and traced token by token ("fill mask + accept", as in MaskBench). Compile time is
-measured on a cold grammar cache (the tokenizer's own preprocessing is done beforehand).
+measured on a cold grammar cache (the tokenizer's own preprocessing is done beforehand): each
+repeat is a fresh worker process, and the engines take turns, one repeat each per round.
 
     logitgate bench workloads --engines logitgate,llguidance,xgrammar --repeats 3
 """
@@ -15,6 +16,7 @@ import random
 import sys
 
 from .isolation import EngineProcess
+from .maskbench import engine_orders
 from .stats import markdown_table, percentiles
 
 ARITHMETIC_GBNF = r"""
@@ -123,6 +125,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=3, help="cold compiles and traces per workload")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per workload per engine")
     p.add_argument("--tokenizer", default="qwen2", help="bundled tokenizer for the traces")
+    p.add_argument("--seed", type=int, default=0, help="seed of the order the engines take turns in")
     p.add_argument("--steady-repeats", type=int, default=20,
                    help="after each cold trace, run the texts this many more times on the same grammar and "
                         "report the mean step then (every state visited before); 0 = off")
@@ -137,38 +140,57 @@ def run(args: argparse.Namespace) -> int:
     for w in workloads():
         tests = [{"ids": enc.encode(t, disallowed_special=()), "valid": True} for t in w["texts"]]
         task = {"kind": w["kind"], "source": w["source"], "tests": tests, "steady_repeats": args.steady_repeats}
+        runs = {e: _EngineRuns() for e in engines}
+        # the engines take turns, a repeat each, in an order drawn per round: a slow spell of the
+        # machine then falls on every engine alike, not on the one whose repeats it came during
+        for order in engine_orders(engines, args.repeats, args.seed):
+            for e in order:
+                if runs[e].status == "pass":
+                    runs[e].add(e, w["name"], _run_once(e, args.tokenizer, task, args.timeout))
         for e in engines:
-            compile_ms: list[float] = []
-            tbm: list[float] = []
-            steady: list[float] = []
-            status = "pass"
-            proc = EngineProcess(e, args.tokenizer)
-            try:
-                for _ in range(args.repeats):
-                    r = proc.run(task, args.timeout)
-                    proc.close()  # a fresh process = a cold grammar cache for the next repeat
-                    if r["status"] != "pass":
-                        status = r["status"]
-                        print(f"{w['name']} / {e}: {r['status']} {r.get('error', '')[:300]}", file=sys.stderr)
-                        break
-                    compile_ms.append(r["ttfm_us"] / 1000)
-                    tbm.extend(r["tbm_us"])
-                    if "steady_us" in r:
-                        steady.append(r["steady_us"])
-            finally:
-                proc.close()
-            mean = sum(tbm) / len(tbm) if tbm else float("nan")
-            cms = _median(compile_ms)
-            row = [w["name"], e, status, cms, mean, *percentiles(tbm, (50, 99))]
-            rows.append([*row, _median(steady)] if args.steady_repeats > 0 else row)
-            print(f"  {w['name']:<32} {e:<11} {status:<18} compile {cms:9.2f} ms  mask mean {mean:8.1f} µs"
-                  + (f"  steady {_median(steady):7.1f} µs" if args.steady_repeats > 0 else ""), file=sys.stderr)
+            r = runs[e]
+            mean = sum(r.tbm) / len(r.tbm) if r.tbm else float("nan")
+            cms = _median(r.compile_ms)
+            row = [w["name"], e, r.status, cms, mean, *percentiles(r.tbm, (50, 99))]
+            rows.append([*row, _median(r.steady)] if args.steady_repeats > 0 else row)
+            print(f"  {w['name']:<32} {e:<11} {r.status:<18} compile {cms:9.2f} ms  mask mean {mean:8.1f} µs"
+                  + (f"  steady {_median(r.steady):7.1f} µs" if args.steady_repeats > 0 else ""), file=sys.stderr)
     print(f"Fixed workloads, {args.tokenizer} tokens, engines single-threaded, {args.repeats} cold repeats"
           + (f"; steady: the mean step over {args.steady_repeats} more runs of the texts (median of the repeats)"
              if args.steady_repeats > 0 else "") + "\n")
     header = ["workload", "engine", "status", "compile ms (median)", "mask µs mean", "p50", "p99"]
     print(markdown_table([*header, "steady µs"] if args.steady_repeats > 0 else header, rows))
     return 0
+
+
+def _run_once(engine: str, tokenizer: str, task: dict, timeout: float) -> dict:
+    """One cold repeat: a fresh worker process (a cold grammar cache), one task, then closed."""
+    proc = EngineProcess(engine, tokenizer)
+    try:
+        return proc.run(task, timeout)
+    finally:
+        proc.close()
+
+
+class _EngineRuns:
+    """One engine's repeats of one workload: compile ms, the traces' step µs, the steady means,
+    and the status (the first that was not ``pass`` ends its repeats)."""
+
+    def __init__(self) -> None:
+        self.compile_ms: list[float] = []
+        self.tbm: list[float] = []
+        self.steady: list[float] = []
+        self.status = "pass"
+
+    def add(self, engine: str, workload: str, r: dict) -> None:
+        if r["status"] != "pass":
+            self.status = r["status"]
+            print(f"{workload} / {engine}: {r['status']} {r.get('error', '')[:300]}", file=sys.stderr)
+            return
+        self.compile_ms.append(r["ttfm_us"] / 1000)
+        self.tbm.extend(r["tbm_us"])
+        if "steady_us" in r:
+            self.steady.append(r["steady_us"])
 
 
 def _median(xs: list[float]) -> float:
