@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -404,7 +405,8 @@ class Program:
             embedded = _NO_EMBEDS
         # classes, subset construction and reduction in one kernel call (classes merged by
         # minimization come back applied to the byte classes: see minimize)
-        ops = np.asarray(self.ops, dtype=np.int32)
+        # (packed by struct: 4 µs for a 400-word program, where np.asarray of the list takes 13)
+        ops = np.frombuffer(struct.pack(f"{len(self.ops)}i", *self.ops), dtype=np.int32)
         built = K.classes_and_reduced_dfa(self._set_words(), ops, lit, len(self.lit), *embedded,
                                           max_nfa_states, max_dfa_states, _REDUCE[reduce])
         status, nfa_states, trans, final, c_src, c_rule, c_dst, byte_class, reduced = built

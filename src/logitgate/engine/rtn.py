@@ -499,7 +499,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
     # both). Sizes (with inlined references expanded) are estimated bottom-up for those rules and
     # what they refer to only; a rule used more than once is tested for lexemes only if it is small.
     min_bytes, cap = limits.lexeme_min_bytes, limits.inline_max_size
-    candidates = [n for n in rules if n != g.root and n not in recursive and n not in forced_inline
+    candidates = [n for n in rules if n != root and n not in recursive and n not in forced_inline
                   and (refcount[n] > 1 or (_is_lexeme_like(rules[n], min_bytes) and _size(rules[n], {}, cap) > cap))]
     sizes: dict[str, int] = {}
     if candidates:
@@ -514,16 +514,16 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
             for n in comp:
                 if n in needed:
                     sizes[n] = _size(rules[n], sizes, cap)
-    folded = _folded_recursive(recursive, g.root, refs, refcount) if fold_recursive else set()
-    called_set = {g.root} | (recursive - folded)
+    folded = _folded_recursive(recursive, root, refs, refcount) if fold_recursive else set()
+    called_set = {root} | (recursive - folded)
     for n in candidates:
         if sizes[n] > cap or _is_lexeme_like(rules[n], min_bytes):  # (used once: known lexeme-like)
             called_set.add(n)
-    merged = _tail_merges(rules, refs, all_refs, refcount, g.root, called_set, forced_inline,
+    merged = _tail_merges(rules, refs, all_refs, refcount, root, called_set, forced_inline,
                           limits.merge_max_rules, sccs)
     called_set.difference_update(merged)
     called_set.update(merged.values())  # a host is called (its merged rules end where it ends)
-    called: list[str] = [g.root] + [n for n in rules if n != g.root and n in called_set]
+    called: list[str] = [root] + [n for n in rules if n != root and n in called_set]
     bad = forced_inline & recursive
     if bad:
         raise GrammarError(
@@ -561,7 +561,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
         body = rules[name]
         # (a root is looked up only if some grammar cached a rule with its body: nearly always a
         # root is a grammar's own, and making its key walks every rule it inlines)
-        key = None if name == g.root and hash(body) not in _CACHED_BODIES else (
+        key = None if name == root and hash(body) not in _CACHED_BODIES else (
             body, resolution(name), limits.max_dfa_states)
         hit = None if key is None else _RULE_DFAS.get(key)
         if hit is None:
@@ -571,12 +571,12 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
             # unless built directly (a Special's automaton: trimmed, and the same for equal input);
             # a grammar's own root only trimmed (its masks are its own: the few states minimizing
             # would merge cost less than minimizing)
-            how = "trim" if name == g.root else "minimize"
+            how = "trim" if name == root else "minimize"
             dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states,
                                          reduce=how)
             if not dfa.as_built and dfa.__dict__.get("_reduced") != how:
                 dfa = (trim(dfa) if how == "trim" else minimize(dfa)) or dfa
-            if name != g.root:  # (a root is one grammar's own automaton: kept, it would keep its IR alive)
+            if name != root:  # (a root is one grammar's own automaton: kept, it would keep its IR alive)
                 assert key is not None  # (only a root goes without)
                 _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called))
                 _cached_body(body)
@@ -659,7 +659,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
     if "_named" not in rdfas[0].__dict__ and len(names) > 1:
         # a root built for this grammar, every rule in a cycle with it (an expression grammar): all
         # the grammar's own, no digest to make (:func:`_rule_hashes` would find so at a first mask)
-        cycle = next(set(comp) for comp in sccs if g.root in comp)
+        cycle = next(set(comp) for comp in sccs if root in comp)
         if cycle.issuperset(names):
             rtn.__dict__["_rule_hash"] = [None] * len(names)
             rtn.digest_input = None

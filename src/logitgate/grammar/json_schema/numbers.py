@@ -29,6 +29,7 @@ for ``{"type": "integer"}``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -770,8 +771,11 @@ def _naturals(a: int, b: int | None) -> Expr:
                  for n in range(len(sa), len(sb) + 1)))
 
 
+@functools.lru_cache(maxsize=4096)
 def _same_length(x: str, y: str) -> Expr:
-    """Digit strings from ``x`` to ``y`` (equal lengths, ``x <= y``), by their first digit."""
+    """Digit strings from ``x`` to ``y`` (equal lengths, ``x <= y``), by their first digit.
+    Remembered: bounds share their parts (``0``-``9``, ``10``-``99``, ``00``-``99`` below a ``1``),
+    and a new bound was ~55 µs of node building for ``0..150``."""
     if x == y:
         return lit(x)
     i = 0
