@@ -250,7 +250,7 @@ class CompiledGrammar:
             p = pp[p] if p >= 0 else p
         rt = self._runtime
         ids, min_depth = resolve_context(self.state_mask(top), parent, self.rtn, rt.slices, pool, rt.scratch())
-        k = int(pool.depth[parent]) - min_depth + 1
+        k = pool.depth.item(parent) - min_depth + 1
         path: list[int] = []
         p = parent
         for _ in range(k):

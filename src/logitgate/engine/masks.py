@@ -304,17 +304,18 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
         n_exit = _plan_and_walk(state, *rtn.step_pack, slices.plan_params, plan.tables, plan.lower, plan.memo,
                                 block, slices.trie.walk_bytes, slices.trie.walk_pack, _NO_FRAMES,
                                 scratch.block32, scratch.block64)
-        code = int(scratch.info[2])
+        # (the walk's results read at once: ``int(info[k])`` costs a numpy scalar each)
+        _, _, code, _, _, _, ne, took, count, took_bits = scratch.info.tolist()
         if code != _walk_mod.ERR_EXITS:
             break
         scratch.grow_exits(slices.trie)  # (at most one exit per trie node: sized once, then again)
-    _raise_walk_error(code)
-    row, ids, info = scratch.row, scratch.ids, scratch.info
-    ne = int(info[6])
-    exits = scratch.exits[:n_exit].copy() if n_exit else _NO_EXITS
-    count = int(info[8])
+    if code:
+        _raise_walk_error(code)
+    row, ids = scratch.row, scratch.ids
     if ne:  # (nodes only a pop can take: the plan lists them, no walk visits them)
-        exits = np.concatenate((first_exits[:ne], exits))
+        exits = np.concatenate((first_exits[:ne], scratch.exits[:n_exit]))
+    else:
+        exits = scratch.exits[:n_exit].copy() if n_exit else _NO_EXITS
     words = row.shape[0]
     n_trie = slices.num_tokens
     # a list of ids while it is short: writing one costs a scattered bit per id, where a bitset
@@ -322,8 +323,8 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
     # 0.3 us as the 4,748 words of a bitset); longer lists would take less memory (4 bytes an id,
     # 4 a word) but cost time on every token
     short = words // 4
-    if info[7]:  # slices taken whole (none of their tokens walked): added to the walk's
-        taken, in_taken = slices.taken_from_bits(int(info[9]), take)
+    if took:  # slices taken whole (none of their tokens walked): added to the walk's
+        taken, in_taken = slices.taken_from_bits(took_bits, take)
         walked = count
         count += in_taken
         if count <= short:  # (whitespace at a JSON value: ~430 ids)
@@ -345,10 +346,11 @@ def resolve_context(state_mask: StateMask, parent: int, rtn, slices: SliceSet, p
     """
     _walk_listing(pool.state.item(parent), pool.parent.item(parent), state_mask.exits, _AS_SUBTREES,
                   pool.block, rtn, slices.trie, scratch)
-    row, ids, info = scratch.row, scratch.ids, scratch.info
-    min_depth = min(int(pool.depth[parent]), int(info[3]))
-    count = int(info[8])
-    return (ids[:count].copy() if count <= ids.shape[0] else _row_to_ids(row, count)), min_depth
+    info = scratch.info
+    min_depth = min(pool.depth.item(parent), info.item(3))
+    count = info.item(8)
+    ids = scratch.ids
+    return (ids[:count].copy() if count <= ids.shape[0] else _row_to_ids(scratch.row, count)), min_depth
 
 
 def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, frames: np.ndarray, rtn, trie,
@@ -361,11 +363,12 @@ def _walk_listing(top: int, par: int, starts: np.ndarray, ends: np.ndarray, fram
     while True:
         n_exit = _walk_and_list(top, par, starts, ends, trie.walk_bytes, trie.walk_pack, *rtn.step_pack,
                                 frames, scratch.block32, scratch.block64)
-        code = int(scratch.info[2])
+        code = scratch.info.item(2)
         if code != _walk_mod.ERR_EXITS:
             break
         scratch.grow_exits(trie)  # at most one exit per trie node: sized once, then walked again
-    _raise_walk_error(code)
+    if code:
+        _raise_walk_error(code)
     return n_exit
 
 

@@ -170,8 +170,8 @@ class RTN:
         """Grammar-independent identity of a state: equal keys => equal behaviour as a stack top;
         None for a state of the grammar's own rules (its root and the rules in a cycle with it,
         see :func:`_rule_hashes`), whose masks are not shared."""
-        digest = self.rule_hash[int(self.rule_of_state[state])]
-        return None if digest is None else (digest, int(self.local_index[state]))
+        digest = self.rule_hash[self.rule_of_state.item(state)]
+        return None if digest is None else (digest, self.local_index.item(state))
 
 
 # ---------------------------------------------------------------------------- IR analysis
