@@ -516,24 +516,33 @@ def _normal_seq(items: Sequence[Expr], e: Expr | None) -> Expr:
     out: list[Expr] = []
     same = type(items) is tuple  # the items as they are: no copy
     for it in items:
-        n = _normal_item(it)
-        if type(n) is Seq:
-            parts, same = n.items, False  # type: ignore[attr-defined]
+        t = type(it)
+        if t is Bytes or t is Ref or t is Special or it._normal:  # type: ignore[attr-defined]
+            n = it
         else:
-            parts, same = (n,), same and n is it
-        for p in parts:
-            tp = type(p)
-            if tp is Bytes:
-                if not p.value:  # type: ignore[attr-defined]
-                    same = False
-                    continue
-                if out and type(out[-1]) is Bytes:
-                    out[-1] = Bytes(out[-1].value + p.value)  # type: ignore[attr-defined]
-                    same = False
-                    continue
-            elif tp is Alt and not p.items:  # type: ignore[attr-defined]
-                return NOTHING
-            out.append(p)
+            n = normalize(it)
+            t = type(n)
+            same = same and n is it
+        if t is Seq:  # (normal: no empty or adjacent literals, no nothing -- only its first item may merge)
+            same = False
+            sub = n.items  # type: ignore[attr-defined]
+            if out and type(out[-1]) is Bytes and type(sub[0]) is Bytes:
+                out[-1] = Bytes(out[-1].value + sub[0].value)  # type: ignore[attr-defined]
+                out.extend(sub[1:])
+            else:
+                out.extend(sub)
+            continue
+        if t is Bytes:
+            if not n.value:  # type: ignore[attr-defined]
+                same = False
+                continue
+            if out and type(out[-1]) is Bytes:
+                out[-1] = Bytes(out[-1].value + n.value)  # type: ignore[attr-defined]
+                same = False
+                continue
+        elif t is Alt and not n.items:  # type: ignore[attr-defined]
+            return NOTHING
+        out.append(n)
     if not out:
         return EMPTY
     if len(out) == 1:
@@ -545,6 +554,8 @@ def _normal_seq(items: Sequence[Expr], e: Expr | None) -> Expr:
 
 def _normal_alt(items: Sequence[Expr], e: Expr | None) -> Expr:
     """The normal form of ``Alt(items)`` (``e`` as for :func:`_normal_seq`)."""
+    if len(items) == 1:  # (an object's member rules, mostly: nothing to compare, so nothing to hash)
+        return _normal_item(items[0])
     alts: list[Expr] = []
     seen: set[Expr] = set()
     same = type(items) is tuple
