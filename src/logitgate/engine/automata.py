@@ -60,6 +60,7 @@ _NO_RULES_KEPT = np.zeros(1, dtype=np.uint8)  # ``reaches_final``'s rule filter 
 _NO_EMBEDS = (np.zeros((0, 6), dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8), np.zeros(0, np.int32))
 
 #: ``Program.determinize``'s ``reduce`` argument as the kernel reads it
+_OP_LIT, _OP_SET = K.OP_LIT, K.OP_SET
 _REDUCE = {None: K.REDUCE_NONE, "trim": K.REDUCE_TRIM, "minimize": K.REDUCE_MINIMIZE}
 
 #: an alternation of at least this many literals is built as a prefix tree (one kernel call)
@@ -285,8 +286,13 @@ class Program:
             if len(items) >= _TRIE_MIN_LITERALS and all(type(it) is Bytes for it in items):
                 self._emit_literals(sorted({it.value for it in items}))  # type: ignore[attr-defined]
                 return
+            lit = self.lit
             for it in items:
-                self.emit(it, inlining)
+                if type(it) is Bytes and it.value:  # (a literal written here: one call fewer per leaf)
+                    ops += (_OP_LIT, len(lit), len(it.value))  # type: ignore[attr-defined]
+                    lit += it.value  # type: ignore[attr-defined]
+                else:
+                    self.emit(it, inlining)
             ops += (K.OP_ALT, len(items))
         elif t is Seq:
             items = e.items
@@ -295,9 +301,26 @@ class Program:
                 return
             # X (S X)* -- X the items just before a (S X)* -- is built with one copy of X
             count = run = j = 0  # fragments so far; items since the last such unit; index
+            lit = self.lit
             for it in items:
                 j += 1
-                if type(it) is Repeat and run and it.min == 0 and it.max is None:
+                ti = type(it)
+                if ti is Bytes:  # (literals and byte sets written here: one call fewer per leaf)
+                    v = it.value  # type: ignore[attr-defined]
+                    if v:
+                        ops += (_OP_LIT, len(lit), len(v))
+                        lit += v
+                    else:
+                        ops.append(K.OP_EMPTY)
+                    count += 1
+                    run += 1
+                    continue
+                if ti is ByteSet:
+                    ops += (_OP_SET, self._set_id(it.to_mask()))  # type: ignore[attr-defined]
+                    count += 1
+                    run += 1
+                    continue
+                if ti is Repeat and run and it.min == 0 and it.max is None:
                     body = it.item.items if type(it.item) is Seq else (it.item,)
                     k = min(len(body), run)
                     while k and items[j - 1 - k:j - 1] != body[len(body) - k:]:
