@@ -495,10 +495,13 @@ def normalize(e: Expr) -> Expr:
     return n
 
 
-def _fresh_normal(n: Expr) -> Expr:
+def _fresh_normal(n: Expr, _mark=_Composite._normal.__set__) -> Expr:  # type: ignore[attr-defined]
     """Mark ``n``, the normal form of a node just built (nobody else holds it: not remembered)."""
-    if not (type(n) is Bytes or type(n) is Ref or type(n) is Special):
+    t = type(n)
+    if t is ByteSet:
         object.__setattr__(n, "_normal", True)
+    elif not (t is Bytes or t is Ref or t is Special):
+        _mark(n, True)  # (the slot's descriptor: what object.__setattr__ would find, without looking)
     return n
 
 
@@ -651,7 +654,7 @@ def _scan(x: Expr, under: bool, refs: list[str], inside: list[str]) -> bool:
         return False
     under = under or t is And or t is Not
     found = False
-    for c in x.children():
+    for c in x.items if t is Seq or t is Alt or t is And else (x.item,):  # type: ignore[attr-defined]
         if _scan(c, under, refs, inside):
             found = True
     if not found:

@@ -997,9 +997,12 @@ def _quick_validates(value: Any, schema: Any, draft: str) -> bool | None:
     if "enum" in schema:
         if not isinstance(schema["enum"], list):
             return None
-        k = json_key(value)
-        if not any(json_key(x) == k for x in schema["enum"]):
-            return False
+        enum = schema["enum"]
+        # (a candidate drawn from this very enum is found by identity: no key made per member)
+        if not any(x is value for x in enum):
+            k = json_key(value)
+            if not any(json_key(x) == k for x in enum):
+                return False
     if "const" in schema and draft != "draft4" and json_key(schema["const"]) != json_key(value):
         return False  # (draft 4 has no const: an annotation there)
     verdict = True
