@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -544,3 +545,56 @@ def test_byte_sets_are_built_in_normal_form() -> None:
     assert byteset((0x00, 0x40), (0x42, 0xFF), negate=True) == Bytes(b"A")
     rough = ByteSet(((0x32, 0x39), (0x30, 0x33)))  # (overlapping, unsorted: made by hand)
     assert normalize(rough) == ByteSet(((0x30, 0x39),)) and normalize(rough) is not rough
+
+
+def _is_normal_form(e: Expr) -> bool:
+    """The shape every normal form has: sequences of two or more items with no empty literal, no
+    two literals side by side and no sequence inside; alternations of two or more distinct items
+    with no alternation inside; nothing inside either never stands in a sequence."""
+    if isinstance(e, Seq):
+        items = e.items
+        return (len(items) >= 2 and all(_is_normal_form(it) for it in items)
+                and not any(isinstance(it, Seq) or it == Bytes(b"") or it == Alt(()) for it in items)
+                and not any(isinstance(a, Bytes) and isinstance(b, Bytes) for a, b in pairwise(items)))
+    if isinstance(e, Alt):
+        items = e.items
+        return (len(items) != 1 and len(set(items)) == len(items) and all(_is_normal_form(it) for it in items)
+                and not any(isinstance(it, Alt) for it in items))
+    if isinstance(e, Repeat):
+        return _is_normal_form(e.item)
+    return True
+
+
+_leaves = st.sampled_from([Bytes(b""), Bytes(b"a"), Bytes(b"bc"), ByteSet(((0x30, 0x39),)),
+                           ByteSet(((0x41, 0x41),)), Ref("r"), Alt(())])
+_hand_made = st.recursive(_leaves, lambda kids: st.one_of(
+    st.lists(kids, max_size=4).map(lambda xs: Seq(tuple(xs))),
+    st.lists(kids, max_size=4).map(lambda xs: Alt(tuple(xs))),
+    st.tuples(kids, st.integers(0, 2), st.sampled_from([None, 2, 3])).map(lambda t: Repeat(t[0], t[1], t[2])),
+), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_hand_made, min_size=1, max_size=4))
+def test_builders_give_the_normal_form_of_hand_made_nodes(items: list[Expr]) -> None:
+    """``seq``/``alt`` of hand-made nodes (not normal: nested, empty, single, repeated items) equal
+    ``normalize`` of the same node made by hand, have the normal shape, and normalize to themselves;
+    a one-item alternation is its item's normal form."""
+    from logitgate.grammar.ir import alt, normalize, seq
+
+    for built, by_hand in ((seq(*items), Seq(tuple(items))), (alt(*items), Alt(tuple(items)))):
+        assert built == normalize(by_hand)
+        assert _is_normal_form(built) and normalize(built) == built
+    assert alt(items[0]) == normalize(items[0]) == seq(items[0])
+
+
+def test_a_literal_before_a_normal_sequence_merges_with_its_first_literal() -> None:
+    """A normal sequence inside a sequence gives its items whole; only its first may join the
+    literal before it (its own literals are never side by side)."""
+    from logitgate.grammar.ir import lit, seq
+
+    digit = ByteSet(((0x30, 0x39),))
+    inner = seq(lit("ab"), digit, lit("c"))
+    assert seq(lit("x"), inner, lit("y")) == Seq((Bytes(b"xab"), digit, Bytes(b"cy")))
+    assert seq(digit, inner) == Seq((digit, Bytes(b"ab"), digit, Bytes(b"c")))
+    assert seq(inner, inner).items == (Bytes(b"ab"), digit, Bytes(b"cab"), digit, Bytes(b"c"))

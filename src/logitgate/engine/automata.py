@@ -59,8 +59,10 @@ _NO_RULES_KEPT = np.zeros(1, dtype=np.uint8)  # ``reaches_final``'s rule filter 
 #: ``build_dfa``'s embedded-automaton arguments when there are none (read only)
 _NO_EMBEDS = (np.zeros((0, 6), dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8), np.zeros(0, np.int32))
 
-#: ``Program.determinize``'s ``reduce`` argument as the kernel reads it
+#: the ops ``Program`` writes for its leaves in a loop of its own (a module global, not an attribute)
 _OP_LIT, _OP_SET = K.OP_LIT, K.OP_SET
+
+#: ``Program.determinize``'s ``reduce`` argument as the kernel reads it
 _REDUCE = {None: K.REDUCE_NONE, "trim": K.REDUCE_TRIM, "minimize": K.REDUCE_MINIMIZE}
 
 #: an alternation of at least this many literals is built as a prefix tree (one kernel call)
