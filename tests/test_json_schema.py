@@ -923,3 +923,26 @@ def test_a_pattern_translated_once_per_process_is_refused_where_each_schema_writ
                                  "properties": {name: {"type": "string", "pattern": "^[a-c]+$"}}})
         assert accepts(g, json.dumps({name: "abca"}).encode())
         assert not accepts(g, json.dumps({name: "abd"}).encode())
+
+
+@pytest.mark.parametrize("args", [(0, 2), (3, 7), (2, None), (5, None), (0, 12, True), (4, 4, True),
+                                  (3, None, True), (0, 9, True, "null"), (2, None, True, "null")])
+def test_a_counted_string_is_built_as_its_expression_would_be(args: tuple) -> None:
+    """The automaton :func:`lengths.build_counted` writes in one kernel call (layers of a
+    character's states, quotes and ``null`` around them) minimizes to the very arrays of the
+    automaton of its plain expression (``any_char(){lo,hi}`` in quotes, or ``null``): the same
+    language; its layers are where it says they are."""
+    from logitgate.engine.automata import DFA, minimize, standalone_dfa
+    from logitgate.grammar.json_schema import lengths
+
+    def dfa_of(e):
+        return minimize(standalone_dfa(e, None, 200_000))
+
+    byte_class, trans, final, start, (m, layers, lo, hi) = lengths.build_counted(args, dfa_of, 200_000)
+    built = minimize(DFA(np.asarray(byte_class, dtype=np.int32), trans, final, start=start))
+    plain = dfa_of(lengths._expand(args))
+    for a, b in ((built.byte_class, plain.byte_class), (built.trans, plain.trans), (built.final, plain.final)):
+        assert np.array_equal(a, b)
+    assert (lo, hi) == args[:2] and layers == (hi if hi is not None else lo)
+    quoted = len(args) > 2
+    assert trans.shape[0] == layers * m + 1 + (0 if not quoted else 2 + (3 if len(args) > 3 else 0))
