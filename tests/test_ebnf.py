@@ -550,7 +550,7 @@ def test_byte_sets_are_built_in_normal_form() -> None:
 def _is_normal_form(e: Expr) -> bool:
     """The shape every normal form has: sequences of two or more items with no empty literal, no
     two literals side by side and no sequence inside; alternations of two or more distinct items
-    with no alternation inside; nothing inside either never stands in a sequence."""
+    with no alternation inside; the empty alternation (nothing) never inside a sequence."""
     if isinstance(e, Seq):
         items = e.items
         return (len(items) >= 2 and all(_is_normal_form(it) for it in items)
