@@ -289,10 +289,13 @@ class Program:
                 self._emit_literals(sorted({it.value for it in items}))  # type: ignore[attr-defined]
                 return
             lit = self.lit
-            for it in items:
-                if type(it) is Bytes and it.value:  # (a literal written here: one call fewer per leaf)
+            for it in items:  # (literals and byte sets written here, as in a sequence below)
+                ti = type(it)
+                if ti is Bytes and it.value:  # type: ignore[attr-defined]
                     ops += (_OP_LIT, len(lit), len(it.value))  # type: ignore[attr-defined]
                     lit += it.value  # type: ignore[attr-defined]
+                elif ti is ByteSet:
+                    ops += (_OP_SET, self._set_id(it.to_mask()))  # type: ignore[attr-defined]
                 else:
                     self.emit(it, inlining)
             ops += (K.OP_ALT, len(items))

@@ -495,13 +495,15 @@ def normalize(e: Expr) -> Expr:
     return n
 
 
-def _fresh_normal(n: Expr, _mark=_Composite._normal.__set__) -> Expr:  # type: ignore[attr-defined]
-    """Mark ``n``, the normal form of a node just built (nobody else holds it: not remembered)."""
+def _fresh_normal(n: Expr, _mark=_Composite._normal.__set__,  # type: ignore[attr-defined]
+                  _mark_set=ByteSet._normal.__set__) -> Expr:  # type: ignore[attr-defined]
+    """Mark ``n``, the normal form of a node just built (nobody else holds it: not remembered),
+    through its ``_normal`` slot's descriptor (what ``object.__setattr__`` would look up)."""
     t = type(n)
     if t is ByteSet:
-        object.__setattr__(n, "_normal", True)
+        _mark_set(n, True)
     elif not (t is Bytes or t is Ref or t is Special):
-        _mark(n, True)  # (the slot's descriptor: what object.__setattr__ would find, without looking)
+        _mark(n, True)
     return n
 
 
@@ -521,7 +523,7 @@ def _normal_seq(items: Sequence[Expr], e: Expr | None) -> Expr:
     for it in items:
         t = type(it)
         if t is Bytes or t is Ref or t is Special or it._normal:  # type: ignore[attr-defined]
-            n = it
+            n = it  # (_normal_item, written out: the type is needed below)
         else:
             n = normalize(it)
             t = type(n)
