@@ -192,6 +192,17 @@ def test_trie_structure_matches_brute_force() -> None:
     assert t.max_depth == max(len(b) for b in toks)
 
 
+def test_an_empty_trie_is_built_by_the_kernel_a_full_one_is() -> None:
+    """A trie of no tokens hands the build kernel bytes of the type a trie of tokens does (a
+    writable array where the others are read-only would be a second compile of the kernel)."""
+    from logitgate.tokenizer.trie import _build_trie
+
+    empty = TokenTrie.from_tokens([], [])
+    TokenTrie.from_tokens([b"ab", b"a"], [0, 1])
+    assert empty.num_nodes == 1 and empty.num_tokens == 0
+    assert len(_build_trie.signatures) == 1
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_a_restricted_trie_is_the_trie_of_the_tokens_kept(seed) -> None:
     rng = np.random.default_rng(seed)

@@ -311,7 +311,8 @@ class GrammarCompiler:
         """Do the per-process and per-tokenizer work now rather than in a first request.
 
         Builds the vocabulary slices, runs every numba kernel once (loading them from numba's
-        cache) on a small recursive grammar, compiles a tiny grammar through each front-end
+        cache) on a small recursive grammar (the step kernels only several stacks or a full frame
+        pool need, on nothing: :meth:`GrammarMatcher._load_step_kernels`), compiles a tiny grammar through each front-end
         (JSON Schema with objects, arrays, oneOf and a counted string, regex, EBNF, choices, and
         where ``jsonschema`` is installed an enum it must check: their modules and dependencies
         get imported, which matters where Python writes no bytecode cache), builds
@@ -343,6 +344,7 @@ class GrammarCompiler:
         m.get_next_token_ids()
         m.find_jump_forward_string()
         m.validate_tokens([])
+        m._load_step_kernels()
         if m.fork() is not None and m._history:
             m.rollback(1)
         self._warm_paths()

@@ -160,6 +160,16 @@ class GrammarMatcher:
                                                        self._rtn.final, self._pool.state, self._pool.parent))
         return c
 
+    def _load_step_kernels(self) -> None:
+        """Call, on nothing, the step kernels a matcher calls only with several stacks
+        (:func:`._walk.can_end`) or a full frame pool (:func:`._walk.persist`), with the arrays it
+        passes them: numba loads them now (:meth:`GrammarCompiler.warm_up`), not in the request
+        that first needs them (~3 ms each from numba's cache, a compile without it)."""
+        pool, sc = self._pool, self._rt.scratch()
+        _walk.can_end(self._top, self._par, 0, self._rtn.final, pool.state, pool.parent)
+        _walk.persist(sc.out_top, sc.out_par, 0, 0, sc.arena_state, sc.arena_parent, pool.state, pool.parent,
+                      pool.depth, pool.size)
+
     def _save(self) -> None:
         if self.max_rollback_tokens == 0:
             return
@@ -470,7 +480,8 @@ class GrammarMatcher:
             if m & (m - 1):
                 break  # several bytes possible
             b = m.bit_length() - 1
-            res = probe._advance(np.array([b], dtype=np.uint8))
+            # (read-only bytes, as a token's and a string's are: one argument type, one compile)
+            res = probe._advance(np.frombuffer(bytes((b,)), dtype=np.uint8))
             if res is None:  # pragma: no cover - flags said it was possible
                 break
             probe._top, probe._par, probe._can_end = res

@@ -167,8 +167,8 @@ class TokenTrie:
         offsets = np.zeros(len(sorted_bytes) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         data = np.frombuffer(b"".join(sorted_bytes), dtype=np.uint8)
-        if data.shape[0] == 0:
-            data = np.zeros(1, np.uint8)
+        if data.shape[0] == 0:  # (read-only, as the bytes above: one argument type, one compile of the kernel)
+            data = np.frombuffer(b"\0", dtype=np.uint8)
         node_byte, node_depth, node_parent, node_end, tok_node, max_len = _build_trie(data, offsets)
         counts = np.bincount(tok_node, minlength=node_byte.shape[0])
         tok_start = np.zeros(node_byte.shape[0] + 1, dtype=np.int32)

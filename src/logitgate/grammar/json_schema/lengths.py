@@ -212,7 +212,9 @@ def _own_classes(byte_class: np.ndarray, layer: np.ndarray, data: bytes) -> tupl
     order = np.argsort(lowest)
     rank = np.empty_like(order)
     rank[order] = np.arange(order.shape[0])
-    return rank[byte_class].astype(np.int32), layer[:, order]
+    # (C order, as every other layer is: the columns taken by ``order`` come back in Fortran order,
+    # and an array of another layout is another type to numba, a second compile of the table kernel)
+    return rank[byte_class].astype(np.int32), np.ascontiguousarray(layer[:, order])
 
 
 register_special(KIND, SpecialKind(
