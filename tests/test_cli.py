@@ -58,6 +58,19 @@ def test_version_and_bench_help(capsys):
     assert "--engines" in capsys.readouterr().out
 
 
+def test_python_dash_m_runs_the_command_line() -> None:
+    """``python -m logitgate`` is the ``logitgate`` command."""
+    import subprocess
+    import sys
+
+    import logitgate
+
+    done = subprocess.run([sys.executable, "-m", "logitgate", "--version"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == logitgate.__version__
+
+
 def test_maskbench_reference_counts(tmp_path, capsys):
     """A made-up MaskBench folder: one refused schema, one whose instances are decided."""
     ok = {"schema": {"type": "object", "properties": {"n": {"type": "integer", "maximum": 5}}, "required": ["n"]},
