@@ -312,18 +312,18 @@ class GrammarCompiler:
 
         Builds the vocabulary slices, runs every numba kernel once (loading them from numba's
         cache) on a small recursive grammar (the step kernels only several stacks or a full frame
-        pool need, on nothing: :meth:`GrammarMatcher._load_step_kernels`), compiles a tiny grammar through each front-end
-        (JSON Schema with objects, arrays, oneOf and a counted string, regex, EBNF, choices, and
-        where ``jsonschema`` is installed an enum it must check: their modules and dependencies
-        get imported, which matters where Python writes no bytecode cache), builds
-        the JSON spellings of printable ASCII characters (object keys are matched in every
-        spelling) and of the character classes patterns use most, and the automaton of every
-        supported string format (cached process-wide); then runs ten rounds of small compiles and
-        mask fills, so the interpreter has specialized the bytecode of the functions a compile and
-        a first mask run (see ``_warm_paths``), and fills the masks of the any-JSON-value grammar
-        (builtin JSON, and the value of an open object's extra members) into the shared mask cache
-        (see ``_warm_any_json``). A first real compile and its first masks then pay only for their
-        own work.
+        pool need, on nothing: :meth:`GrammarMatcher._load_step_kernels`), compiles a tiny grammar
+        through each front-end (JSON Schema with objects, arrays, oneOf and a counted string,
+        regex, EBNF, choices, and where ``jsonschema`` is installed an enum it must check: their
+        modules and dependencies get imported, which matters where Python writes no bytecode
+        cache), builds the JSON spellings of printable ASCII characters (object keys are matched
+        in every spelling) and of the character classes patterns use most, and the automaton of
+        every supported string format (cached process-wide); then runs ten rounds of small
+        compiles and mask fills, so the interpreter has specialized the bytecode of the functions a
+        compile and a first mask run (see ``_warm_paths``), and fills the masks of the
+        any-JSON-value grammar (builtin JSON, and the value of an open object's extra members) into
+        the shared mask cache (see ``_warm_any_json``). A first real compile and its first masks
+        then pay only for their own work.
         """
         self._warm_front_ends()
         from ..grammar.ir import Ref, alt, and_, byteset, lit, not_, repeat, seq
