@@ -128,8 +128,9 @@ def test_warm_up_works_under_limits_set_low_and_leaves_them_in_force(info) -> No
         compiler.compile_json_schema(SCHEMA)
 
 
-#: run in a fresh interpreter by the test below: warm up a compiler, note the numba kernels loaded,
-#: then serve requests of every kind; prints each kernel a request loaded (or compiled) again
+#: run in a fresh interpreter by the test below: warm up a compiler, note the numba kernels loaded
+#: and the modules imported, then serve requests of every kind; prints each kernel a request loaded
+#: (or compiled) again, and each module it imported
 _REQUESTS = r'''
 import importlib, json, pkgutil, sys
 
@@ -158,6 +159,7 @@ texts = [json.dumps(v) for v in values] + [json.dumps(values[0], indent=2)]
 info = small_vocab(texts + ["ab@cd.org", "aab", "(1+2)*3", "[[[1]]]"])
 compiler = GrammarCompiler(info, max_threads=2).warm_up()
 loaded = {name: len(f.signatures) for name, f in kernels.items()}
+modules = set(sys.modules)
 work = [(compiler.compile_json_schema(schema), texts), (compiler.compile_regex(r"[a-z]+@[a-z]+\.(com|org)"),
         ["ab@cd.org"]), (compiler.compile_grammar('root ::= "a"* "ab"? ("a" | "b")*'), ["aab"]),
         (compiler.compile_grammar('root ::= t (("+" | "*") t)*\nt ::= [0-9]+ | "(" root ")"'), ["(1+2)*3"]),
@@ -184,6 +186,8 @@ for compiled, cases in work:
 for name, f in kernels.items():
     if len(f.signatures) != loaded[name]:
         print(name, f.signatures[-1])
+for name in sorted(set(sys.modules) - modules):
+    print("import", name)
 '''
 
 
@@ -191,7 +195,8 @@ def test_after_warm_up_no_request_loads_a_kernel() -> None:
     """In a fresh process, requests of every kind after :meth:`GrammarCompiler.warm_up` (JSON
     Schema, regex, EBNF with several stacks, builtin JSON nested past the frame pool's first
     capacity, choices; masks, tokens, strings, forks, jump-forward, validation, rollback, batch
-    fill) find every numba kernel they call loaded, for the argument types they pass. A kernel
+    fill) find every numba kernel they call loaded, for the argument types they pass, and every
+    module they use imported. A kernel
     warm-up left alone was loaded by the request that first needed it (~3 ms from numba's cache,
     a compile of most of a second without it), as was a second type: a counted string's layer in
     Fortran order (0.6 s), a jump-forward byte writable where a token's bytes are read-only."""
@@ -202,4 +207,4 @@ def test_after_warm_up_no_request_loads_a_kernel() -> None:
     done = subprocess.run([sys.executable, "-c", _REQUESTS, str(Path(__file__).parent)], capture_output=True,
                           text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout == "", f"kernels loaded by requests after warm-up:\n{done.stdout}"
+    assert done.stdout == "", f"kernels loaded and modules imported by requests after warm-up:\n{done.stdout}"
