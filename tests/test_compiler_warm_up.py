@@ -191,15 +191,15 @@ for name in sorted(set(sys.modules) - modules):
 '''
 
 
-def test_after_warm_up_no_request_loads_a_kernel() -> None:
+def test_after_warm_up_no_request_loads_a_kernel_or_imports_a_module() -> None:
     """In a fresh process, requests of every kind after :meth:`GrammarCompiler.warm_up` (JSON
     Schema, regex, EBNF with several stacks, builtin JSON nested past the frame pool's first
     capacity, choices; masks, tokens, strings, forks, jump-forward, validation, rollback, batch
     fill) find every numba kernel they call loaded, for the argument types they pass, and every
-    module they use imported. A kernel
-    warm-up left alone was loaded by the request that first needed it (~3 ms from numba's cache,
-    a compile of most of a second without it), as was a second type: a counted string's layer in
-    Fortran order (0.6 s), a jump-forward byte writable where a token's bytes are read-only."""
+    module they use imported. A kernel warm-up left alone was loaded by the request that first
+    needed it (~3 ms from numba's cache, a compile of most of a second without it), as was a
+    second type: a counted string's layer in Fortran order (0.6 s), a jump-forward byte writable
+    where a token's bytes are read-only."""
     import subprocess
     import sys
     from pathlib import Path
