@@ -822,23 +822,26 @@ def test_counted_string_contents_are_built_minimal_with_the_language_of_the_repe
             assert np.array_equal(a, b)
 
 
+def _minimal_dfa(e):
+    """The minimal standalone automaton of ``e`` (what :func:`lengths.build_counted` is handed)."""
+    from logitgate.engine.automata import minimize, standalone_dfa
+
+    return minimize(standalone_dfa(e, None, 200_000))
+
+
 def test_counted_string_tables_do_not_share_memory_with_the_layer_they_are_made_from():
     """A counted string's layer is made once per kind (plain, quoted, or null) and each table is
     written from it: a table written to afterwards leaves the next build of any kind unchanged."""
-    from logitgate.engine.automata import minimize, standalone_dfa
     from logitgate.grammar.json_schema.lengths import build_counted
 
-    def dfa_of(e):
-        return minimize(standalone_dfa(e, None, 100_000))
-
     kinds = [(2, 5), (2, 5, True), (2, 5, True, "null"), (3, None, True)]
-    first = [build_counted(args, dfa_of, 100_000) for args in kinds]
+    first = [build_counted(args, _minimal_dfa, 100_000) for args in kinds]
     saved = [(b.copy(), t.copy(), f.copy()) for b, t, f, *_ in first]
     for _, table, final, *_ in first:  # (a caller scribbling over what it was given)
         table.fill(7)
         final.fill(True)
     for args, (_, _, _, start, layout), (byte_class, table, final) in zip(kinds, first, saved):
-        again = build_counted(args, dfa_of, 100_000)
+        again = build_counted(args, _minimal_dfa, 100_000)
         assert np.array_equal(again[0], byte_class) and np.array_equal(again[1], table)
         assert np.array_equal(again[2], final) and again[3:] == (start, layout)
         assert final.sum() == (1 if len(args) > 2 else args[1] - args[0] + 1)  # (quoted: the end state)
@@ -932,15 +935,12 @@ def test_a_counted_string_is_built_as_its_expression_would_be(args: tuple) -> No
     character's states, quotes and ``null`` around them) minimizes to the very arrays of the
     automaton of its plain expression (``any_char(){lo,hi}`` in quotes, or ``null``): the same
     language; its layers are where it says they are."""
-    from logitgate.engine.automata import DFA, minimize, standalone_dfa
+    from logitgate.engine.automata import DFA, minimize
     from logitgate.grammar.json_schema import lengths
 
-    def dfa_of(e):
-        return minimize(standalone_dfa(e, None, 200_000))
-
-    byte_class, trans, final, start, (m, layers, lo, hi) = lengths.build_counted(args, dfa_of, 200_000)
+    byte_class, trans, final, start, (m, layers, lo, hi) = lengths.build_counted(args, _minimal_dfa, 200_000)
     built = minimize(DFA(np.asarray(byte_class, dtype=np.int32), trans, final, start=start))
-    plain = dfa_of(lengths._expand(args))
+    plain = _minimal_dfa(lengths._expand(args))
     for a, b in ((built.byte_class, plain.byte_class), (built.trans, plain.trans), (built.final, plain.final)):
         assert np.array_equal(a, b)
     assert (lo, hi) == args[:2] and layers == (hi if hi is not None else lo)
@@ -954,12 +954,8 @@ def test_every_kind_of_counted_string_calls_the_table_kernel_with_one_type() -> 
     second time in the middle of a request: the layer of a quoted-or-``null`` string came in
     Fortran order, and a process's first ``{"type": ["string", "null"], "maxLength": 20}`` took
     0.6 s to compile instead of 0.6 ms."""
-    from logitgate.engine.automata import minimize, standalone_dfa
     from logitgate.grammar.json_schema import lengths
 
-    def dfa_of(e):
-        return minimize(standalone_dfa(e, None, 200_000))
-
     for args in ((0, 3), (1, None), (0, 5, True), (2, None, True), (0, 7, True, "null"), (1, None, True, "null")):
-        lengths.build_counted(args, dfa_of, 200_000)
+        lengths.build_counted(args, _minimal_dfa, 200_000)
     assert len(lengths._counted_table.signatures) == 1
