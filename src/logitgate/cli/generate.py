@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     info = TokenizerInfo.from_huggingface(tok, vocab_size=model.config.vocab_size)
     t = time.perf_counter()
     compiler = GrammarCompiler(info).warm_up()  # once per process and tokenizer: slices, kernels, imports
+    LogitsPipeline(info.vocab_size).warm_up()  # the sampling kernels, so the first token does not load them
     warm_ms = (time.perf_counter() - t) * 1e3
     t = time.perf_counter()
     compiled, hint = _compile(args, compiler)

@@ -128,6 +128,50 @@ class LogitsPipeline:
         self.rows: dict[int, SequenceState] = {}
         self._words = (self.vocab_size + 31) // 32
 
+    def warm_up(self, dtype: Any = np.float32) -> LogitsPipeline:
+        """Load every kernel a step runs now, not in the first :meth:`step`; returns ``self``.
+
+        A process's first numba kernel makes numba set itself up (it imports SciPy's BLAS bindings
+        where SciPy is installed: ~0.2 s), and every kernel then loads from numba's cache (a few ms
+        each; a compile where there is no cache). Without this, the first step pays all of it:
+        ~0.4 s on a 2-core machine. A scratch pipeline (this one's rows are untouched) runs a few
+        steps of ``dtype`` logits (numpy ``float32``, ``float64`` or ``float16``; a CPU torch tensor
+        runs the same kernels as its numpy dtype) with every per-row option: bias, penalties,
+        allowed ids, bad words, minimum tokens, a tree decode, a thinking budget, greedy and
+        sampled rows with top-k/top-p/min-p, log-probabilities, draft masks and a finished row. A
+        grammar's kernels are loaded by :meth:`~logitgate.GrammarCompiler.warm_up`.
+
+            >>> import numpy as np
+            >>> pipe = LogitsPipeline(vocab_size=100, eos_token_id=0).warm_up()
+            >>> pipe.rows
+            {}
+        """
+        from .think_budget import ThinkBudget
+        from .tree_decode import TreeDecodeConfig
+
+        vocab = 64  # (the kernels' types do not depend on the vocabulary's size)
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float16, np.float32, np.float64):
+            raise TypeError(f"warm_up: logits dtype must be float16, float32 or float64, got {dtype}")
+        tree = TreeDecodeConfig.from_dict({"start_token_id": 1, "end_token_id": 2, "sep": "_",
+                                           "prefix_dict": {"1": [5, 6], "1_5": [7]}}, vocab_size=vocab)
+        scratch = LogitsPipeline(vocab, eos_token_id=0, stop_token_ids=[3])
+        rows = [SamplingParams(temperature=0.0, logit_bias={4: 1.0}, allowed_token_ids=[4, 5, 6, 0]),
+                SamplingParams(temperature=0.8, top_k=5, top_p=0.9, min_p=0.01, repetition_penalty=1.2,
+                               presence_penalty=0.5, frequency_penalty=0.1, seed=0, logprobs=2,
+                               bad_words=[[8, 9], [10]], min_tokens=2),
+                SamplingParams(tree_decode=tree, seed=1),
+                SamplingParams(think_budget=ThinkBudget([11], [12], max_thinking_tokens=1), seed=2)]
+        for row, params in enumerate(rows):
+            scratch.add_request(row, params, output_token_ids=[8, 8, 13])
+        logits = np.linspace(-1.0, 1.0, len(rows) * vocab, dtype=np.float32).reshape(len(rows), vocab)
+        for _ in range(3):
+            scratch.step(logits.astype(dtype))
+        scratch.draft_bitmasks(2, [5, 7])
+        scratch.rows[0].finished = True
+        scratch.step(logits.astype(dtype))
+        return self
+
     # ------------------------------------------------------------------ rows
     def add_request(self, row: int, params: SamplingParams, *, output_token_ids: Sequence[int] = (),
                     request_id: Any = None) -> None:
