@@ -204,3 +204,15 @@ def test_think_budget_then_grammar_for_the_answer():
     masks = pipe.draft_bitmasks(0, [0, 1])
     assert [t for t in range(n) if (int(masks[2][0]) >> t) & 1] == [0, 2, 6]
     assert _allowed(pipe, 0, n) == [0, 2, 6]  # drafts rolled back
+
+
+@pytest.mark.parametrize("allowed", [None, [4]])
+def test_a_row_past_the_logits_batch_is_left_alone_constrained_or_not(allowed):
+    """Rows past this step's batch are not sampled, not accepted and not masked: a constrained one
+    raised an IndexError from the bitmask before, where an unconstrained one was left alone."""
+    pipe = LogitsPipeline(V, eos_token_id=EOS)
+    pipe.add_request(0, greedy(allowed_token_ids=[3]))
+    pipe.add_request(3, greedy(allowed_token_ids=allowed))
+    assert pipe.step(np.zeros((2, V), np.float32)).tolist() == [3, -1]
+    assert pipe.rows[0].output == [3] and pipe.rows[3].output == []
+    assert pipe.step(np.zeros((4, V), np.float32)).tolist() == [3, -1, -1, 4 if allowed else 0]

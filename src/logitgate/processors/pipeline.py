@@ -258,9 +258,14 @@ class LogitsPipeline:
                         state.finished = True
 
     def fill_bitmask(self, bitmask: np.ndarray) -> list[int]:
-        """Fill one row of ``bitmask`` per constrained row; returns the rows that got a mask."""
+        """Fill one row of ``bitmask`` per constrained row; returns the rows that got a mask. Rows
+        past the bitmask's last are left alone, as :meth:`process` and :meth:`sample` leave rows
+        past the logits' batch."""
         rows = []
+        batch = bitmask.shape[0]
         for row, state in self.rows.items():
+            if row >= batch:
+                continue
             if state.finished:
                 bitmask[row] = 0
                 if self.eos_token_id is not None:
