@@ -91,6 +91,53 @@ def test_minimize_keeps_the_language_and_merges_every_equivalent_pair(seed: int,
     assert len({tuple(m.trans[:, c].tolist()) for c in range(m.num_classes)}) == m.num_classes
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_minimize_is_the_same_with_a_class_split_in_two_alike(seed: int) -> None:
+    """Classes every state treats alike are merged before the refinement: splitting a class into
+    two identical columns (bytes moved to a class of their own) changes no array of the result."""
+    rng = random.Random(seed)
+    d = trim(random_dfa(rng, rng.randint(2, 12), k=rng.randint(2, 5), density=0.7))
+    if d is None:
+        return
+    c = rng.randrange(d.num_classes)
+    byte = int(np.flatnonzero(d.byte_class == c)[-1])  # (the class keeps its lowest byte)
+    if np.count_nonzero(d.byte_class == c) < 2:
+        return
+    byte_class = d.byte_class.copy()
+    byte_class[byte] = d.num_classes
+    split = DFA(byte_class, np.concatenate([d.trans, d.trans[:, c:c + 1]], axis=1), d.final, start=d.start)
+    a, b = minimize(d), minimize(split)
+    for x, y in zip((a.byte_class, a.trans, a.final), (b.byte_class, b.trans, b.final), strict=True):
+        assert np.array_equal(x, y)
+
+
+def test_a_large_intersection_is_trimmed_its_classes_merged_and_keeps_its_language() -> None:
+    """An intersection past MINIMIZE_MAX_STATES (an email of at most 1,024 characters) is left
+    trimmed, not minimized (0.37 s there), with its alike classes merged; it accepts what both
+    operands accept."""
+    from logitgate.engine.automata import MINIMIZE_MAX_STATES, standalone_dfa
+    from logitgate.grammar.json_schema.formats import format_expr
+    from logitgate.grammar.json_schema.lengths import counted_content
+
+    email = format_expr("email")
+    d = standalone_dfa(and_(counted_content(0, 1024), email), None, 200_000)
+    assert d.num_states > MINIMIZE_MAX_STATES and "_trimmed" in d.__dict__
+    assert len({d.trans[:, c].tobytes() for c in range(d.num_classes)}) == d.num_classes
+
+    def accepts(text: bytes) -> bool:
+        s = d.start
+        for b in text:
+            s = int(d.trans[s, d.byte_class[b]])
+            if s < 0:
+                return False
+        return bool(d.final[s])
+
+    assert accepts(b"a" * 1012 + b"@example.org")  # 1,024 characters
+    assert not accepts(b"a" * 1013 + b"@example.org")  # 1,025
+    assert not accepts(b"a." + b"a" * 1000 + b".@example.org")  # (a dot ends no local part)
+    assert not accepts(b"no-at-sign.org") and not accepts(b"a@")
+
+
 @pytest.mark.parametrize("seed", range(30))
 def test_trim_keeps_the_language_and_only_live_states(seed: int) -> None:
     rng = random.Random(seed)

@@ -476,6 +476,10 @@ def canonical_dfa(trans, final, c_src, c_rule, c_dst, keep, start):
     language is empty.
     """
     t1, f1, cs, cr, cd = renumber(trans, final, c_src, c_rule, c_dst, keep, start)
+    # classes every state treats alike merged first: the refinement's work is per transition, and
+    # the product of two automata has many such classes (``format: email`` with ``maxLength:
+    # 1024``: 152,254 states, 36 classes of which 14 differ; refinement 0.93 s, 0.34 merged)
+    t1, group = merge_equal_classes(t1)
     n, k = t1.shape
     if n > 0:
         # callee columns
@@ -529,8 +533,8 @@ def canonical_dfa(trans, final, c_src, c_rule, c_dst, keep, start):
                     qn += 1
             t1, f1, cs, cr, cd = renumber(qt, qf, qs, qr, qd, keep, block[0])
             n = t1.shape[0]
-    t1, group = merge_equal_classes(t1)
-    return t1, f1, cs, cr, cd, group
+    t1, after = merge_equal_classes(t1)  # (classes alike only once equivalent states are merged)
+    return t1, f1, cs, cr, cd, after[group]
 
 
 @njit(nogil=True, cache=True)
