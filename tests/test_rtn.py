@@ -423,3 +423,27 @@ def test_candidate_components_are_those_of_the_candidates_graph(case) -> None:
         for r in refs[t]:
             if r in candidates and position[r] != position[t]:
                 assert position[t] < position[r]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_rules_trimmed_past_the_minimization_limit_allow_the_same_tokens(case, monkeypatch) -> None:
+    """A DFA past ``MINIMIZE_MAX_STATES`` is trimmed where it would be minimized (a rule's, an
+    intersection's): with the limit set to two states, every case allows the same tokens at every
+    step of its samples as when its rules are minimal, with as many states or more."""
+    from logitgate.engine import automata
+    from logitgate.engine import rtn as rtn_module
+    from logitgate.engine.rtn import CompileLimits
+
+    info = small_vocab(case.samples)
+    minimal = lg.GrammarCompiler(info).compile_grammar(case.grammar())
+    monkeypatch.setattr(automata, "MINIMIZE_MAX_STATES", 2)
+    monkeypatch.setattr(rtn_module, "MINIMIZE_MAX_STATES", 2)
+    # (other limits, so that no rule or intersection built before comes from the process-wide caches)
+    trimmed = lg.GrammarCompiler(info, limits=CompileLimits(max_dfa_states=99_991)).compile_grammar(case.grammar())
+    assert trimmed.rtn.stats["states"] >= minimal.rtn.stats["states"]
+    for text in case.samples:
+        a, b = lg.GrammarMatcher(minimal), lg.GrammarMatcher(trimmed)
+        for i in range(0, len(text), 3):
+            assert np.array_equal(a.get_next_token_ids(), b.get_next_token_ids()), (text, i)
+            assert a.accept_string(text[i:i + 3]) and b.accept_string(text[i:i + 3])
+        assert a.can_terminate() and b.can_terminate()

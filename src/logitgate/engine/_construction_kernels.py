@@ -890,20 +890,24 @@ REDUCE_NONE, REDUCE_TRIM, REDUCE_MINIMIZE = 0, 1, 2
 
 @njit(nogil=True, cache=True)
 def build_reduced_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr, mask_cls, ncls,
-                      max_nfa_states, max_dfa_states, reduce):
+                      max_nfa_states, max_dfa_states, reduce, max_minimize):
     """:func:`build_dfa`, then the DFA trimmed (``reduce`` :data:`REDUCE_TRIM`: as
     :func:`logitgate.engine.automata.trim` makes it) or minimized (:data:`REDUCE_MINIMIZE`: as
-    :func:`logitgate.engine.automata.minimize`) in the same call, every call edge kept.
+    :func:`logitgate.engine.automata.minimize`; trimmed instead when it has more than
+    ``max_minimize`` states) in the same call, every call edge kept.
 
     Returns ``(status, nfa_states, trans, final, call_src, call_rule, call_dst, group, reduced)``:
-    ``group[c]`` the merged class of class ``c`` (the identity unless minimized), ``reduced`` False
-    when the DFA was left as built (``reduce`` :data:`REDUCE_NONE`, a limit, or an empty language).
+    ``group[c]`` the merged class of class ``c`` (the identity unless minimized), ``reduced`` the
+    reduction made, :data:`REDUCE_NONE` when the DFA was left as built (``reduce``
+    :data:`REDUCE_NONE`, a limit, or an empty language).
     """
     status, ns, trans, final, cs, cr, cd = build_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask,
                                                      mask_ptr, mask_cls, ncls, max_nfa_states, max_dfa_states)
     group = np.arange(ncls, dtype=np.int64)
     if status != OK or reduce == REDUCE_NONE:
-        return status, ns, trans, final, cs, cr, cd, group, False
+        return status, ns, trans, final, cs, cr, cd, group, REDUCE_NONE
+    if reduce == REDUCE_MINIMIZE and trans.shape[0] > max_minimize:
+        reduce = REDUCE_TRIM
     nrules = 1
     for e in range(cr.shape[0]):
         nrules = max(nrules, cr[e] + 1)
@@ -915,13 +919,13 @@ def build_reduced_dfa(prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, 
         if t.shape[0] > 0:
             group = group2
     if t.shape[0] == 0:  # (an empty language: left as built)
-        return status, ns, trans, final, cs, cr, cd, np.arange(ncls, dtype=np.int64), False
-    return status, ns, t, f, cs2, cr2, cd2, group, True
+        return status, ns, trans, final, cs, cr, cd, np.arange(ncls, dtype=np.int64), REDUCE_NONE
+    return status, ns, t, f, cs2, cr2, cd2, group, reduce
 
 
 @njit(nogil=True, cache=True)
 def classes_and_reduced_dfa(set_words, prog, lit_pool, nlit, emb_info, emb_trans, emb_final, emb_mask,
-                            max_nfa_states, max_dfa_states, reduce):
+                            max_nfa_states, max_dfa_states, reduce, max_minimize):
     """:func:`byte_classes` of the program's sets and literals (the first ``nlit`` bytes of
     ``lit_pool``), then :func:`build_reduced_dfa` over them: one call where a determinization made
     two (a kernel call from Python pays for its arguments and, cold, for its dispatch: the first
@@ -931,8 +935,8 @@ def classes_and_reduced_dfa(set_words, prog, lit_pool, nlit, emb_info, emb_trans
     byte_class, mask_ptr, mask_cls, ncls = byte_classes(set_words, lit_pool, nlit)
     status, ns, t, f, cs, cr, cd, group, reduced = build_reduced_dfa(
         prog, lit_pool, emb_info, emb_trans, emb_final, emb_mask, mask_ptr, mask_cls, ncls, max_nfa_states,
-        max_dfa_states, reduce)
-    if reduce == REDUCE_MINIMIZE and reduced:
+        max_dfa_states, reduce, max_minimize)
+    if reduced == REDUCE_MINIMIZE:
         for b in range(256):
             byte_class[b] = group[byte_class[b]]
     return status, ns, t, f, cs, cr, cd, byte_class, reduced

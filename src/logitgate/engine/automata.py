@@ -64,6 +64,16 @@ _OP_LIT, _OP_SET = K.OP_LIT, K.OP_SET
 
 #: ``Program.determinize``'s ``reduce`` argument as the kernel reads it
 _REDUCE = {None: K.REDUCE_NONE, "trim": K.REDUCE_TRIM, "minimize": K.REDUCE_MINIMIZE}
+_REDUCED = {K.REDUCE_TRIM: "trim", K.REDUCE_MINIMIZE: "minimize"}
+
+#: a DFA of more states than this is trimmed where it would be minimized (a rule's, an
+#: intersection's: its equal classes merged): past ~50,000 states the refinement is bound by
+#: memory traffic, several µs a state, and merges few. Such automata come from a format or
+#: pattern with a large ``maxLength`` (``format: email``, ``maxLength: 1024``: 0.37 s to go from
+#: 152,254 states to 123,447; ``format: uri``, ``maxLength: 500``: 0.27 s, 86,721 to 85,804).
+#: The language is the same; the states a few more, the digests of equal rules built otherwise
+#: unequal (masks shared less, never wrongly).
+MINIMIZE_MAX_STATES = 50_000
 
 #: an alternation of at least this many literals is built as a prefix tree (one kernel call)
 _TRIE_MIN_LITERALS = 8
@@ -385,9 +395,10 @@ class Program:
                     reduce: str | None = None) -> tuple[DFA, int]:
         """The program's DFA (start state 0; unreachable or dead states may remain) and the
         number of NFA states it took. ``reduce="trim"`` or ``"minimize"``: the subset construction's
-        DFA comes back as :func:`trim` or :func:`minimize` would make it, built and reduced in one
-        kernel call, marked with the fact ``_reduced`` (a DFA made otherwise -- built directly, one
-        embedded automaton, an empty language -- comes back as it is, unmarked)."""
+        DFA comes back as :func:`trim` or :func:`minimize` would make it (trimmed where it has more
+        than :data:`MINIMIZE_MAX_STATES` states), built and reduced in one kernel call, marked with
+        the reduction made, ``_reduced`` (a DFA made otherwise -- built directly, one embedded
+        automaton, an empty language -- comes back as it is, unmarked)."""
         while self._labelled < len(self._label_bodies):  # (a body may jump to further labels)
             k = self._labelled
             self._labelled += 1
@@ -436,7 +447,7 @@ class Program:
         # (packed by struct: 4 µs for a 400-word program, where np.asarray of the list takes 13)
         ops = np.frombuffer(struct.pack(f"{len(self.ops)}i", *self.ops), dtype=np.int32)
         built = K.classes_and_reduced_dfa(self._set_words(), ops, lit, len(self.lit), *embedded,
-                                          max_nfa_states, max_dfa_states, _REDUCE[reduce])
+                                          max_nfa_states, max_dfa_states, _REDUCE[reduce], MINIMIZE_MAX_STATES)
         status, nfa_states, trans, final, c_src, c_rule, c_dst, byte_class, reduced = built
         if status == K.NFA_LIMIT:
             raise LimitExceededError(f"grammar automaton exceeds {max_nfa_states} NFA states", limit="max_nfa_states")
@@ -445,7 +456,7 @@ class Program:
         out = DFA(byte_class, trans, final.view(bool), c_src, c_rule, c_dst, 0)
         if reduced:
             out.__dict__["_trimmed"] = True
-            out.__dict__["_reduced"] = reduce
+            out.__dict__["_reduced"] = _REDUCED[reduced]
         return out, int(nfa_states)
 
 
@@ -564,7 +575,7 @@ def _standalone_dfa(
     dfa, _ = prog.determinize(max_states * 4, max_states, reduce="minimize")
     # minimal: it is cached and embedded (often in many rules), and every state it keeps is
     # work for the subset construction and minimization of each rule that embeds it
-    m = dfa if dfa.__dict__.get("_reduced") == "minimize" else minimize(dfa)
+    m = dfa if "_reduced" in dfa.__dict__ else minimize(dfa)
     return m if m is not None else _empty_dfa()
 
 
@@ -593,14 +604,6 @@ def _special_dfa(expr: Special, max_states: int) -> DFA:
 
 
 _BUILT_SERIALS = itertools.count()  # (each built automaton's identity: never reused)
-
-
-#: an intersection of more states than this is left trimmed (its equal byte classes merged), not
-#: minimized: past ~50,000 states the refinement is bound by memory traffic, several µs a state,
-#: and merges few (``format: email`` with ``maxLength: 1024``: 0.37 s, 152,254 states to 123,447;
-#: ``format: uri``, ``maxLength: 500``: 0.27 s, 86,721 to 85,804). Such a product is of a counted
-#: string and a pattern or format; its language is the same, its states a few more.
-MINIMIZE_MAX_STATES = 50_000
 
 
 def _classes_merged(dfa: DFA) -> DFA:

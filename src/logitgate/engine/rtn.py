@@ -38,7 +38,7 @@ from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, Special, memo
 from ._automata_kernels import LEFT_RECURSIVE, TOO_MANY_CHAINS, assemble_packed
-from .automata import DFA, Program, is_productive, minimize, trim
+from .automata import DFA, MINIMIZE_MAX_STATES, Program, is_productive, minimize, trim
 from .lru import LRU
 
 __all__ = ["RTN", "CompileLimits", "compile_rtn"]
@@ -570,12 +570,15 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
             # minimal assuming every callee is productive (they nearly always are; see below),
             # unless built directly (a Special's automaton: trimmed, and the same for equal input);
             # a grammar's own root only trimmed (its masks are its own: the few states minimizing
-            # would merge cost less than minimizing)
+            # would merge cost less than minimizing); so is a DFA past MINIMIZE_MAX_STATES
             how = "trim" if name == root else "minimize"
             dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states,
                                          reduce=how)
-            if not dfa.as_built and dfa.__dict__.get("_reduced") != how:
-                dfa = (trim(dfa) if how == "trim" else minimize(dfa)) or dfa
+            if not dfa.as_built and "_reduced" not in dfa.__dict__:  # (an embedded automaton as it is)
+                if how == "minimize" and dfa.num_states <= MINIMIZE_MAX_STATES:
+                    dfa = minimize(dfa) or dfa
+                elif "_trimmed" not in dfa.__dict__:
+                    dfa = trim(dfa) or dfa
             if name != root:  # (a root is one grammar's own automaton: kept, it would keep its IR alive)
                 assert key is not None  # (only a root goes without)
                 _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called))
