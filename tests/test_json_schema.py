@@ -695,6 +695,24 @@ def test_quick_validation_agrees_with_jsonschema(value, draft, schema):
     assert _quick_validates(value, {**schema, "minimum": 1}, draft) is None
 
 
+@settings(max_examples=200, deadline=None)
+@given(members=st.lists(_JSON_VALUES, min_size=32, max_size=60), value=_JSON_VALUES, pick=st.integers(0, 59))
+def test_a_large_enum_indexed_answers_as_a_scan_does(members, value, pick):
+    """A converter indexes a large enum's members once (by identity and by key); membership is
+    what a scan of the members says -- JSON equality (1 == 1.0, true != 1), identity for a
+    candidate drawn from the enum itself -- for members, copies and other values."""
+    import copy
+
+    from logitgate.grammar.json_schema.converter import _in_enum
+
+    index: dict = {}
+    member = members[pick % len(members)]
+    for v in (value, member, copy.deepcopy(member), json.loads(json.dumps(member))):
+        assert _in_enum(v, members, index) == _in_enum(v, members)
+    assert _in_enum(member, members, index) and _in_enum(copy.deepcopy(member), members, index)
+    assert len(index) == 1
+
+
 def _holds(f, x: Fraction) -> bool:
     """The value semantics of a number formula (the automata's oracle)."""
     if isinstance(f, num.Range):
