@@ -527,8 +527,8 @@ def standalone_dfa(
     expr: Expr, resolve: RefResolver | None, max_states: int, inlining: tuple[str, ...] = ()
 ) -> DFA:
     """A call-free, trimmed DFA for a regular expression (used for And/Not operands): minimal
-    when built from an expression or an intersection (of up to :data:`MINIMIZE_MAX_STATES`
-    states), as built for a :class:`Special`.
+    when built from an expression or an intersection (up to :data:`MINIMIZE_MAX_STATES` states;
+    past them only trimmed), as built for a :class:`Special`.
 
     Expressions without rule references are cached process-wide, so grammars that share e.g. a
     hostname or email format (or the string body of "any other key") pay for its automaton once.

@@ -141,7 +141,6 @@ class LogitsPipeline:
         sampled rows with top-k/top-p/min-p, log-probabilities, draft masks and a finished row. A
         grammar's kernels are loaded by :meth:`~logitgate.GrammarCompiler.warm_up`.
 
-            >>> import numpy as np
             >>> pipe = LogitsPipeline(vocab_size=100, eos_token_id=0).warm_up()
             >>> pipe.rows
             {}
