@@ -695,6 +695,21 @@ def test_quick_validation_agrees_with_jsonschema(value, draft, schema):
     assert _quick_validates(value, {**schema, "minimum": 1}, draft) is None
 
 
+def test_a_conversion_past_its_rule_limit_is_refused() -> None:
+    """A conversion stops at ``max_rules`` rules (MAX_RULES by default: 50,000, past what compiles;
+    schemas whose references expand without end reached the old 200,000 after 13-17 s)."""
+    from logitgate.errors import LimitExceededError
+    from logitgate.grammar.json_schema.converter import MAX_RULES, Converter
+
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "object", "properties": {
+        "a": {"type": "string", "minLength": i}}} for i in range(40)}}
+    cv = Converter(schema, max_rules=10)
+    with pytest.raises(LimitExceededError, match="more than 10 rules") as info:
+        cv.value(cv.nodes_of(schema, cv.refs.root_base, "#"))
+    assert info.value.limit == "max_rules"
+    assert len(json_schema_grammar(schema).rules) > 11 and MAX_RULES == 50_000
+
+
 @settings(max_examples=200, deadline=None)
 @given(members=st.lists(_JSON_VALUES, min_size=32, max_size=60), value=_JSON_VALUES, pick=st.integers(0, 59))
 def test_a_large_enum_indexed_answers_as_a_scan_does(members, value, pick):

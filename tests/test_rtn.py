@@ -447,3 +447,21 @@ def test_rules_trimmed_past_the_minimization_limit_allow_the_same_tokens(case, m
             assert np.array_equal(a.get_next_token_ids(), b.get_next_token_ids()), (text, i)
             assert a.accept_string(text[i:i + 3]) and b.accept_string(text[i:i + 3])
         assert a.can_terminate() and b.can_terminate()
+
+
+def test_a_rule_past_the_nfa_limit_is_refused_naming_the_limit_itself() -> None:
+    """Each rule's automaton gets what the rules before it left of ``max_nfa_states``; a refusal
+    names the configured limit (it named the remainder: "exceeds 644 NFA states" under a limit of
+    400,000) and the rule that went past it."""
+    from logitgate.engine.rtn import CompileLimits
+    from logitgate.errors import LimitExceededError
+
+    g = _pair("text")
+    total = compile_rtn(g).stats["nfa_states"]
+    # (its rule built again, then taken from the rule cache: both refuse alike)
+    for max_dfa_states in (199_999, CompileLimits().max_dfa_states):
+        with pytest.raises(LimitExceededError) as info:
+            compile_rtn(g, CompileLimits(max_nfa_states=total - 1, max_dfa_states=max_dfa_states))
+        message = str(info.value)
+        assert info.value.limit == "max_nfa_states"
+        assert f"exceeds {total - 1} NFA states (rule '" in message, message

@@ -572,8 +572,14 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
             # a grammar's own root only trimmed (its masks are its own: the few states minimizing
             # would merge cost less than minimizing); so is a DFA past MINIMIZE_MAX_STATES
             how = "trim" if name == root else "minimize"
-            dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states,
-                                         reduce=how)
+            try:
+                dfa, used = prog.determinize(limits.max_nfa_states - nfa_states, limits.max_dfa_states,
+                                             reduce=how)
+            except LimitExceededError as e:
+                if e.limit != "max_nfa_states":
+                    raise
+                # (the program was given what the rules before it left: name the limit itself)
+                raise _nfa_limit(limits, name, nfa_states) from None
             if not dfa.as_built and "_reduced" not in dfa.__dict__:  # (an embedded automaton as it is)
                 if how == "minimize" and dfa.num_states <= MINIMIZE_MAX_STATES:
                     dfa = minimize(dfa) or dfa
@@ -587,8 +593,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
             _cached_body(body)
             used = hit.nfa_states
             if used > limits.max_nfa_states - nfa_states:
-                raise LimitExceededError(f"grammar automaton exceeds {limits.max_nfa_states} NFA states",
-                                         limit="max_nfa_states")
+                raise _nfa_limit(limits, name, nfa_states)
             dfa = hit.with_ids(rule_id)
         nfa_states += used
         dfas.append(dfa)
@@ -667,6 +672,14 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
             rtn.__dict__["_rule_hash"] = [None] * len(names)
             rtn.digest_input = None
     return rtn
+
+
+def _nfa_limit(limits: CompileLimits, name: str, used: int) -> LimitExceededError:
+    """The refusal of rule ``name``, whose automaton needs more than the ``used`` NFA states the
+    rules before it left of ``limits.max_nfa_states``."""
+    left = limits.max_nfa_states - used
+    return LimitExceededError(f"grammar automaton exceeds {limits.max_nfa_states} NFA states (rule {name!r} "
+                              f"needs more than the {left} the rules before it left)", limit="max_nfa_states")
 
 
 @dataclass(frozen=True)
