@@ -79,3 +79,36 @@ def test_concurrent_compiles_share_one_pause(monkeypatch: pytest.MonkeyPatch) ->
         release.set()
         slow.join(10)
     assert gc.isenabled()
+
+
+def test_a_refused_compile_reaches_its_caller_holding_nothing_it_built() -> None:
+    """A refusal's traceback keeps the frames it passed through, and through them what the compile
+    built (a conversion refused at its rule limit: millions of objects, which the collector,
+    enabled again, walked before the error reached the caller). The frames' locals are cleared on
+    the way out -- those of the exceptions it was raised from too; the traceback's lines stay."""
+    import traceback as tb_module
+
+    from logitgate.engine.automata import Program
+    from logitgate.engine.rtn import CompileLimits
+    from logitgate.errors import LimitExceededError
+
+    def compile_rtn_raising_from(grammar, limits=None):  # (an error raised from another, as wrappers do)
+        try:
+            compiler_module.compile_rtn(grammar, limits)
+        except LimitExceededError as inner:
+            raise GrammarError("refused") from inner
+
+    compiler = GrammarCompiler(VOCAB, limits=CompileLimits(max_dfa_states=3))
+    for compile_one in (compiler._compile, lambda g: compiler_module.CompiledGrammar(
+            compile_rtn_raising_from(g, compiler.limits), compiler._runtime, compiler._store)):
+        compiler._compile = compile_one  # type: ignore[method-assign]
+        gc.collect()
+        gc.disable()
+        try:
+            with pytest.raises(GrammarError) as info:
+                compiler.compile_regex("(ab|cd|ef)+x[0-9]{4}")
+            alive = [o for o in gc.get_objects() if type(o) is Program]
+            lines = tb_module.format_tb(info.value.__traceback__)
+        finally:
+            gc.enable()
+        assert alive == [] and any("compile_rtn" in line or "determinize" in line for line in lines), lines
