@@ -675,8 +675,8 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
 
 
 def _nfa_limit(limits: CompileLimits, name: str, used: int) -> LimitExceededError:
-    """The refusal of rule ``name``, whose automaton needs more than the ``used`` NFA states the
-    rules before it left of ``limits.max_nfa_states``."""
+    """The refusal of rule ``name``, whose automaton needs more NFA states than the rules before
+    it (``used`` states) left of ``limits.max_nfa_states``."""
     left = limits.max_nfa_states - used
     return LimitExceededError(f"grammar automaton exceeds {limits.max_nfa_states} NFA states (rule {name!r} "
                               f"needs more than the {left} the rules before it left)", limit="max_nfa_states")
