@@ -117,3 +117,16 @@ def test_llama_cpp_processor_protocol():
     assert allowed(proc(history, scores)) == [6]
     with pytest.raises(ValueError):
         proc(np.append(history, 0).astype(np.intc), np.zeros(10, np.float32))
+
+
+def test_vllm_configure_warms_the_compiler_up_unless_told_not_to(monkeypatch):
+    """``configure`` runs at start-up: it warms the compiler up there, so the first request does not
+    pay for numba's start-up and kernel loads; ``warm_up=False`` leaves that to the first request."""
+    from logitgate.engine.compiler import GrammarCompiler
+
+    calls: list[GrammarCompiler] = []
+    monkeypatch.setattr(GrammarCompiler, "warm_up", lambda self: calls.append(self) or self)
+    LogitgateLogitsProcessor.configure(INFO)
+    assert calls == [LogitgateLogitsProcessor._compiler]
+    LogitgateLogitsProcessor.configure(INFO, warm_up=False)
+    assert len(calls) == 1 and LogitgateLogitsProcessor._compiler is not calls[0]

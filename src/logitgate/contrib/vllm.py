@@ -61,12 +61,16 @@ class LogitgateLogitsProcessor(_VllmLogitsProcessor):
     _compiler: ClassVar[Any] = None
 
     @classmethod
-    def configure(cls, tokenizer_info: Any, **compiler_options: Any) -> None:
-        """Set the vocabulary (a :class:`~logitgate.TokenizerInfo`) all instances use."""
+    def configure(cls, tokenizer_info: Any, *, warm_up: bool = True, **compiler_options: Any) -> None:
+        """Set the vocabulary (a :class:`~logitgate.TokenizerInfo`) all instances use. Called once at
+        start-up: ``warm_up`` runs :meth:`~logitgate.GrammarCompiler.warm_up` there (a few seconds),
+        so the first request does not pay for numba's start-up and kernel loads instead."""
         from ..engine.compiler import GrammarCompiler
 
         cls.tokenizer_info = tokenizer_info
         cls._compiler = GrammarCompiler(tokenizer_info, **compiler_options)
+        if warm_up:
+            cls._compiler.warm_up()
 
     @classmethod
     def validate_params(cls, sampling_params: Any) -> None:
