@@ -81,7 +81,7 @@ def test_concurrent_compiles_share_one_pause(monkeypatch: pytest.MonkeyPatch) ->
     assert gc.isenabled()
 
 
-def test_a_refused_compile_reaches_its_caller_holding_nothing_it_built() -> None:
+def test_a_refused_compile_reaches_its_caller_holding_nothing_it_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """A refusal's traceback keeps the frames it passed through, and through them what the compile
     built (a conversion refused at its rule limit: millions of objects, which the collector,
     enabled again, walked before the error reached the caller). The frames' locals are cleared on
@@ -92,16 +92,17 @@ def test_a_refused_compile_reaches_its_caller_holding_nothing_it_built() -> None
     from logitgate.engine.rtn import CompileLimits
     from logitgate.errors import LimitExceededError
 
+    real = compiler_module.compile_rtn
+
     def compile_rtn_raising_from(grammar, limits=None):  # (an error raised from another, as wrappers do)
         try:
-            compiler_module.compile_rtn(grammar, limits)
+            return real(grammar, limits)
         except LimitExceededError as inner:
             raise GrammarError("refused") from inner
 
     compiler = GrammarCompiler(VOCAB, limits=CompileLimits(max_dfa_states=3))
-    for compile_one in (compiler._compile, lambda g: compiler_module.CompiledGrammar(
-            compile_rtn_raising_from(g, compiler.limits), compiler._runtime, compiler._store)):
-        compiler._compile = compile_one  # type: ignore[method-assign]
+    for compile_rtn in (real, compile_rtn_raising_from):
+        monkeypatch.setattr(compiler_module, "compile_rtn", compile_rtn)
         gc.collect()
         gc.disable()
         try:

@@ -64,7 +64,7 @@ _OP_LIT, _OP_SET = K.OP_LIT, K.OP_SET
 
 #: ``Program.determinize``'s ``reduce`` argument as the kernel reads it
 _REDUCE = {None: K.REDUCE_NONE, "trim": K.REDUCE_TRIM, "minimize": K.REDUCE_MINIMIZE}
-_REDUCED = {K.REDUCE_TRIM: "trim", K.REDUCE_MINIMIZE: "minimize"}
+_REDUCED = {code: name for name, code in _REDUCE.items() if name is not None}  # (the kernel's answer)
 
 #: a DFA of more states than this is trimmed where it would be minimized (a rule's, an
 #: intersection's: its equal classes merged): past ~50,000 states the refinement is bound by
