@@ -361,3 +361,48 @@ def test_program_limits_raise_instead_of_growing() -> None:
     with pytest.raises(LimitExceededError) as dfa:
         prog.determinize(1_000_000, 100)
     assert dfa.value.limit == "max_dfa_states"
+
+
+def test_an_operand_beside_its_complement_makes_the_intersection_empty_before_anything_is_built() -> None:
+    """``allOf [A, anyOf [not A, ...]]`` distributes into branches ``A & ... & not A``: the IR
+    makes such an And the empty language, so no operand (here one past the state limit) is built."""
+    from logitgate.engine.automata import standalone_dfa
+    from logitgate.grammar.ir import NOTHING
+
+    a = repeat(lit("ab"), 1, None)
+    big = seq(repeat(byteset((97, 98)), 0, None), lit("a"), repeat(byteset((97, 98)), 12, 12))
+    with pytest.raises(LimitExceededError):
+        standalone_dfa(big, None, 1_000)
+    assert and_(a, big, not_(a)) is NOTHING and and_(not_(a), big, a) is NOTHING
+    assert and_(a, big, not_(lit("ab"))) is not NOTHING  # (a different operand's complement)
+    d = standalone_dfa(and_(a, not_(lit("ab"))), None, 1_000)
+    assert d.accepts(b"abab") and not d.accepts(b"ab")
+
+
+def test_an_intersection_is_folded_smallest_operand_first() -> None:
+    """In the order written, the first two operands' product (the last ten bytes times the length
+    modulo 3: ~3,000 states) exceeds the limit; the small one first keeps every product small."""
+    from logitgate.engine.automata import standalone_dfa
+
+    ab = byteset((97, 98))
+    window = seq(repeat(ab, 0, None), lit("a"), repeat(ab, 9, 9))  # 1,024 states
+    thirds = repeat(seq(ab, ab, ab), 0, None)  # length divisible by 3
+    short = alt(lit("a" * 12), lit("ba" * 6))
+    with pytest.raises(LimitExceededError):
+        _product(standalone_dfa(window, None, 2_000), standalone_dfa(thirds, None, 2_000), 2_000)
+    d = standalone_dfa(and_(window, thirds, short), None, 2_000)
+    assert d.accepts(b"a" * 12) and not d.accepts(b"ba" * 6)  # (ten bytes from the end: b)
+    assert d.num_states == 13  # (minimal: "a" * 12 alone)
+
+
+def test_a_reference_to_an_inlined_rule_shares_its_bodys_automaton() -> None:
+    """A pattern a schema uses in several intersections is an inlined rule: each reference stands
+    for its body, whose automaton is built once per process (not once per reference)."""
+    from logitgate.engine.automata import standalone_dfa
+
+    body = seq(lit("ref-shared:"), repeat(byteset((48, 57)), 3, 7))
+    rules = {"p": body, "q": body}
+    first = standalone_dfa(Ref("p"), lambda name: ("inline", rules[name]), 1_000)
+    assert standalone_dfa(Ref("q"), lambda name: ("inline", rules[name]), 1_000) is first
+    assert standalone_dfa(body, None, 1_000) is first
+    assert first.accepts(b"ref-shared:123") and not first.accepts(b"ref-shared:12")

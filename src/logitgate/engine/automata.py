@@ -532,7 +532,14 @@ def standalone_dfa(
 
     Expressions without rule references are cached process-wide, so grammars that share e.g. a
     hostname or email format (or the string body of "any other key") pay for its automaton once.
+    So are inlined rules without references of their own (a schema's patterns): a reference to
+    one stands for its body.
     """
+    while isinstance(expr, Ref) and resolve is not None and expr.name not in inlining:
+        how = resolve(expr.name)
+        if how[0] != "inline":
+            break  # (refused below, naming the rule)
+        expr, inlining = how[1], (*inlining, expr.name)
     if is_ref_free(expr):
         key = (expr, max_states)
         hit = _STANDALONE_CACHE.get(key)
@@ -548,11 +555,17 @@ def _standalone_dfa(
 ) -> DFA:
     if isinstance(expr, And):
         dfas = [standalone_dfa(it, resolve, max_states, inlining) for it in expr.items]
+        if len(dfas) == 1:
+            return dfas[0]
+        # smallest first (stable): a product is at most the product of its operands' sizes, and
+        # small operands constrain one another before a large one multiplies them; an empty
+        # intersection ends the fold
+        dfas.sort(key=lambda d: d.num_states)
         out = dfas[0]
         for d in dfas[1:]:
+            if not out.final.any():
+                return _empty_dfa()
             out = _product(out, d, max_states)
-        if len(dfas) == 1:
-            return out
         if out.num_states > MINIMIZE_MAX_STATES:
             return _classes_merged(out)
         return minimize(out) or _empty_dfa()

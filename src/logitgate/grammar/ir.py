@@ -616,8 +616,8 @@ def _normalize(e: Expr) -> Expr:
                     items.append(p)
         if not items:
             raise GrammarError("And() needs at least one operand")
-        if NOTHING in items:
-            return NOTHING
+        if NOTHING in items or any(type(p) is Not and p.item in items for p in items):
+            return NOTHING  # (an operand and its complement: ``allOf [A, anyOf [not A, ...]]`` distributed)
         return items[0] if len(items) == 1 else And(tuple(items))
     if isinstance(e, Not):
         item = normalize(e.item)
