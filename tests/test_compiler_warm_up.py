@@ -153,8 +153,10 @@ schema = {"type": "object", "$defs": {"t": {"type": "object", "properties": {"k"
                          "p": {"type": "string", "pattern": "^[a-f]{2,4}$"}, "o": {"anyOf": [
                              {"type": "integer", "minimum": -5}, {"type": "boolean"}]},
                          "a": {"type": "array", "items": {"type": "number"}, "minItems": 1, "maxItems": 3},
-                         "t": {"$ref": "#/$defs/t"}}, "required": ["s"]}
-values = [{"s": None, "e": "y", "p": "abc", "o": 3, "a": [1.5, -2], "t": {"k": {}}}, {"s": "hello", "o": True}]
+                         "t": {"$ref": "#/$defs/t"}, "n": {"type": "number", "multipleOf": 0.25, "minimum": 1}},
+          "required": ["s"]}
+values = [{"s": None, "e": "y", "p": "abc", "o": 3, "a": [1.5, -2], "t": {"k": {}}, "n": 2.75},
+          {"s": "hello", "o": True}]
 texts = [json.dumps(v) for v in values] + [json.dumps(values[0], indent=2)]
 info = small_vocab(texts + ["ab@cd.org", "aab", "(1+2)*3", "[[[1]]]"])
 compiler = GrammarCompiler(info, max_threads=2).warm_up()
@@ -193,13 +195,14 @@ for name in sorted(set(sys.modules) - modules):
 
 def test_after_warm_up_no_request_loads_a_kernel_or_imports_a_module() -> None:
     """In a fresh process, requests of every kind after :meth:`GrammarCompiler.warm_up` (JSON
-    Schema, regex, EBNF with several stacks, builtin JSON nested past the frame pool's first
-    capacity, choices; masks, tokens, strings, forks, jump-forward, validation, rollback, batch
-    fill) find every numba kernel they call loaded, for the argument types they pass, and every
-    module they use imported. A kernel warm-up left alone was loaded by the request that first
-    needed it (~3 ms from numba's cache, a compile of most of a second without it), as was a
-    second type: a counted string's layer in Fortran order (0.6 s), a jump-forward byte writable
-    where a token's bytes are read-only."""
+    Schema with a number automaton among its values, regex, EBNF with several stacks, builtin
+    JSON nested past the frame pool's first capacity, choices; masks, tokens, strings, forks,
+    jump-forward, validation, rollback, batch fill) find every numba kernel they call loaded, for
+    the argument types they pass, and every module they use imported. A kernel warm-up left alone
+    was loaded by the request that first needed it (~3 ms from numba's cache, a compile of most of
+    a second without it), as was a second type: a counted string's layer in Fortran order (0.6 s),
+    a jump-forward byte writable where a token's bytes are read-only, the product of a number's
+    atoms (0.8 s)."""
     import subprocess
     import sys
     from pathlib import Path

@@ -803,6 +803,44 @@ _INT_BOUNDS = st.one_of(st.none(), st.integers(-10**7, 10**7).map(Fraction),
                                                               "-0.5", "999", "1000", "10001")]))
 
 
+@settings(max_examples=100, deadline=None)
+@given(_formulas(), st.booleans())
+def test_number_automaton_is_minimal(formula, plain):
+    """The product of the atoms' automata is minimized in a kernel: as many states as the engine's
+    minimization (partition refinement) leaves of the same automaton."""
+    from logitgate.engine.automata import DFA, minimize
+
+    try:
+        d = num._build_dfa(formula, plain)
+    except LimitExceededError:
+        return
+    classes = [sum(1 << b for b in bs) for bs in num._SYM_BYTES]
+    classes.append(((1 << 256) - 1) & ~sum(classes))  # (every other byte: no move)
+    rows = [[row.get(sym, -1) for sym in range(len(num._SYM_BYTES))] + [-1] for row in d.trans]
+    m = minimize(DFA.from_lists(classes, rows, d.final))
+    assert (0 if m is None else m.num_states) == (len(d.trans) if any(d.final) else 0)
+
+
+def test_several_multiples_and_a_bound_make_one_small_exact_automaton(monkeypatch):
+    """Handwritten---num1 of MaskBench: five multipleOf, one of them negated, and a bound. Each
+    atom's automaton has a few states; their product has 24,607 (the remainders modulo 4, 5, 3, 7
+    and 9 together), the minimal automaton 89. Exact on every integer around the bound; and a
+    product past the state limit is refused with the typed error, though every atom's is within."""
+    f = num.And((num.MultipleOf(Fraction(4)), num.MultipleOf(Fraction(5)), num.MultipleOf(Fraction(3)),
+                 num.MultipleOf(Fraction(7)), num.Not(num.MultipleOf(Fraction(9))),
+                 num.Range(Fraction(10000), False, None, False)))
+    assert len(num._build_dfa(f).trans) == 89
+    accepts_numeral = num.numeral_accepts(f)
+    for x in range(9_000, 13_000):
+        want = x % 420 == 0 and x % 9 != 0 and x >= 10_000
+        assert accepts_numeral(str(x).encode()) == want
+        assert accepts_numeral(f"{x}.0".encode()) == want and not accepts_numeral(f"{x}.5".encode())
+    monkeypatch.setattr(num, "MAX_NUMBER_STATES", 200)
+    with pytest.raises(LimitExceededError) as exc:
+        num._build_dfa(f)
+    assert exc.value.limit == "max_number_states" and "200" in str(exc.value)
+
+
 @settings(max_examples=200, deadline=None)
 @given(_INT_BOUNDS, st.booleans(), _INT_BOUNDS, st.booleans(), _INT_BOUNDS, st.booleans())
 def test_integer_ranges_are_spelled_as_the_general_automaton_builds_them(lo, lo_x, hi, hi_x, other, plain):

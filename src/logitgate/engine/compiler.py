@@ -484,7 +484,9 @@ class GrammarCompiler:
                                                    "d": {"type": "array", "items": {"properties": {"\u00e9": True}}},
                                                    "e": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
                                                    "f": {"type": "string", "pattern": "^[a-z0-9]+$"},
-                                                   "g": {"type": "string", "maxLength": 4}},  # (counted)
+                                                   "g": {"type": "string", "maxLength": 4},  # (counted)
+                                                   # (a number automaton: the product of its atoms')
+                                                   "h": {"type": "number", "multipleOf": 0.5, "maximum": 9}},
                   "required": ["f0"]}
         # (eight alternatives or more: a set of literals is a prefix tree, built by kernels of its own)
         tlds = "|".join(("com", "org", "net", "edu", "gov", "int", "mil", "biz"))
