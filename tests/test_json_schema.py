@@ -4,6 +4,7 @@ checked with the reference recognizer."""
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import os
 import random
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from logitgate.benchmarks.schema_suite import find_accepted, run_case, spellings
 from logitgate.errors import GrammarError, LimitExceededError, SchemaError, UnsupportedFeatureError
 from logitgate.grammar.builtins import builtin_json_grammar, choices_grammar
-from logitgate.grammar.ir import Grammar, Ref
+from logitgate.grammar.ir import NOTHING, Grammar, Ref
 from logitgate.grammar.json_schema import json_schema_grammar
 from logitgate.grammar.json_schema import numbers as num
 from logitgate.grammar.reference import accepts
@@ -354,6 +355,35 @@ def test_combinators():
     check({"oneOf": closed}, good=[{"a": 1}, {"b": "x"}], bad=[{"a": 1, "b": 2}, {}, {"a": "x"}])
     check(True, good=[1, "x", [None]])
     check(False, bad=[b"1", b"null"])
+
+
+def test_a_member_no_value_satisfies_is_left_out_or_leaves_no_object():
+    """A property whose value schema nothing satisfies: optional, the member is left out (its key
+    no rule spells, other than among the keys extra members may not have); required, no object."""
+    props = {"a": {"allOf": [{"const": 1}, {"const": 2}]}, "b": {"type": "integer"}}
+    g = Grammar.from_json_schema({"type": "object", "properties": props})
+    assert '"\\"a\\""' not in str(g) and '"\\"b\\""' in str(g)
+    assert accepts(g, b'{"b": 1}') and not accepts(g, b'{"a": 1}') and not accepts(g, b'{"a": 2}')
+    g = Grammar.from_json_schema({"type": "object", "properties": props, "required": ["a"]})
+    assert g.rules[g.rules["root"].name] == NOTHING  # type: ignore[attr-defined]
+
+
+def test_if_then_pairs_that_exclude_one_another_keep_only_their_satisfiable_combinations():
+    """"At most one of these properties is set", as JsonSchemaStore's prometheus schema says it
+    for six: each ``if``/``then`` pair splits the conjunction in two, 2**n combinations, of which
+    only n + 1 hold for some object (the others require a property both null and not). Those are
+    left out as they are found empty, not carried on into the grammar: 78 rules for four
+    properties, 227 before (prometheus: 1,610 rules, 10,192 before; its compile 1.25 -> 0.5 s)."""
+    names = ["a", "b", "c", "d"]
+    schema = {"type": "object", "properties": {n: {"type": ["integer", "null"]} for n in names},
+              "additionalProperties": False,
+              "allOf": [{"if": {"not": {"properties": {n: {"const": None}}}},
+                         "then": {"properties": {m: {"const": None} for m in names if m != n}}} for n in names]}
+    g = Grammar.from_json_schema(schema)
+    assert len(g.rules) < 100
+    for values in itertools.product(["absent", None, 7], repeat=len(names)):
+        doc = {n: v for n, v in zip(names, values, strict=True) if v != "absent"}
+        assert accepts(g, json.dumps(doc).encode()) == (sum(v == 7 for v in values) <= 1), doc
 
 
 def test_a_value_is_validated_against_a_branch_once(monkeypatch):

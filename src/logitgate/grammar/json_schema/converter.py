@@ -384,6 +384,13 @@ class Converter:
         self.rules[name] = body
         return Ref(name)
 
+    def is_empty(self, e: Expr) -> bool:
+        """Whether ``e`` is the empty language as built so far: NOTHING, or a reference to a rule
+        whose body is (a value no JSON satisfies). A rule still being built is not known empty."""
+        while type(e) is Ref:
+            e = self.rules.get(e.name)  # type: ignore[attr-defined,assignment]
+        return e == NOTHING
+
     def child_value(self, nodes: list[Node] | None) -> Expr:
         """A nested value (inside an array or object)."""
         if nodes is None:
@@ -526,7 +533,7 @@ class Converter:
                 raws.append(sub)
         if kw == "oneOf":
             return self.one_of(alts, n, raws)
-        return alt(*(self.value(b) for b in alts))
+        return self.union([self.value(b) for b in alts])
 
     def dependencies(self, nodes: list[Node], idx: int, kw: str) -> Expr:
         """dependentRequired/dependentSchemas/dependencies as 'absent, or present with more'."""
@@ -667,7 +674,13 @@ class Converter:
             b2.append(Node(self.synthetic_not(cond), n.base, f"{n.ptr}/if"))
             if self.expand(else_s, n.base, f"{n.ptr}/else", b2):
                 out.append(self.value(b2))
-        return alt(*out)
+        return self.union(out)
+
+    def union(self, values: list[Expr]) -> Expr:
+        """The alternation of ``values`` without those known empty (a branch of a distributed
+        ``anyOf``/``if`` whose conjunction no value satisfies: ``allOf`` of ``if``/``then`` pairs
+        that exclude one another make most of their combinations so)."""
+        return alt(*(v for v in values if not self.is_empty(v)))
 
     def negate(self, schema: Any, base: str, ptr: str, keyword: str = "not") -> Negation | str | None:
         """The complement of ``schema`` when its keywords are type, value, numeric or string ones."""

@@ -95,6 +95,10 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
                 return NOTHING
             continue
         val = cv.child_value(sub)
+        if cv.is_empty(val):  # (no value: the member cannot be there)
+            if is_req:
+                return NOTHING
+            continue
         member = seq(cv.lex.str_literal(k), ws, lit(":"), ws, val)
         members.append((k, member, is_req))
 
