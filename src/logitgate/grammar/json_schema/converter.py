@@ -84,6 +84,9 @@ class Node:
         return f"Node(schema={self.schema!r}, base={self.base!r}, ptr={self.ptr!r}, consumed={self.consumed!r})"
 
 
+_OBJECT_ONLY = frozenset({"object"})
+
+
 def _esc(token: str) -> str:
     return str(token).replace("~", "~0").replace("/", "~1")
 
@@ -167,6 +170,7 @@ class Converter:
         self._verdicts: dict[tuple, tuple] = {}
         self._partial: dict[tuple, tuple] = {}  # (schema, it without consumed keywords), see validates
         self._enums: dict[int, tuple] = {}  # large enums' members indexed, see _in_enum
+        self._checked: dict[int, Any] = {}  # schema objects check_keywords passed, by identity
 
     # ------------------------------------------------------------------ helpers
     def fail(self, message: str, keyword: str, pointer: str) -> None:
@@ -403,7 +407,11 @@ class Converter:
 
     # ------------------------------------------------------------------ the conjunction
     def check_keywords(self, node: Node) -> None:
+        """Refuse a keyword that cannot be enforced exactly (each schema object checked once: the
+        conjunctions a distribution makes hold the same objects, level after level)."""
         s = node.schema
+        if self._checked.get(id(s)) is s:
+            return
         for kw in _UNSUPPORTED:
             if kw not in s or kw in self.ignore:
                 continue
@@ -413,6 +421,7 @@ class Converter:
             if kw in ("dependentRequired", "dependentSchemas", "dependencies") and (not v):
                 continue
             raise SchemaError(f"{kw} cannot be enforced exactly", keyword=kw, pointer=node.ptr)
+        self._checked[id(s)] = s
 
     def build(self, nodes: list[Node]) -> Expr:
         if len(nodes) == 1:  # {"type": "string", "description": ...}: most properties, built once
@@ -447,7 +456,7 @@ class Converter:
             for kw in _DEPENDENCY_KWS:
                 if kw in n.schema and kw not in n.consumed and kw not in self.ignore:
                     return self.dependencies(nodes, idx, kw)
-        for n in nodes:
+        for idx, n in enumerate(nodes):
             if "not" in n.schema and "not" not in self.ignore and "not" not in n.consumed:
                 r = self.negate(n.schema["not"], n.base, f"{n.ptr}/not")
                 if r is None:
@@ -455,7 +464,6 @@ class Converter:
                 if r == "all":
                     return NOTHING
                 if r.positive is not None:
-                    idx = nodes.index(n)
                     done = Node(n.schema, n.base, n.ptr, n.consumed | {"not"})
                     rest = [*nodes[:idx], done, *nodes[idx + 1 :]]
                     if not self.expand(r.positive, n.base, f"{n.ptr}/not", rest):
@@ -528,7 +536,7 @@ class Converter:
         raws: list[Any] = []
         for i, sub in enumerate(branches):
             b = list(rest)
-            if self.expand(sub, n.base, f"{n.ptr}/{kw}/{i}", b):
+            if self.expand(sub, n.base, f"{n.ptr}/{kw}/{i}", b) and not self.excluded(b):
                 alts.append(b)
                 raws.append(sub)
         if kw == "oneOf":
@@ -664,17 +672,52 @@ class Converter:
         else_s = s.get("else", True)
         out: list[Expr] = []
         b1 = list(rest)
-        if self.expand(cond, n.base, f"{n.ptr}/if", b1) and self.expand(then_s, n.base, f"{n.ptr}/then", b1):
+        if (self.expand(cond, n.base, f"{n.ptr}/if", b1) and self.expand(then_s, n.base, f"{n.ptr}/then", b1)
+                and not self.excluded(b1)):
             out.append(self.value(b1))
         neg = self.negate(cond, n.base, f"{n.ptr}/if", keyword="if")
         b2 = list(rest)
         if neg is None:
-            return alt(*out)  # (only when 'if' is ignored)
+            return self.union(out)  # (only when 'if' is ignored)
         if neg != "all":
-            b2.append(Node(self.synthetic_not(cond), n.base, f"{n.ptr}/if"))
-            if self.expand(else_s, n.base, f"{n.ptr}/else", b2):
+            if neg.positive is not None:  # (the complement spelled out now, not at the end: see excluded)
+                pos = neg.positive
+                if isinstance(pos, dict) and len(pos) == 1 and isinstance(pos.get("anyOf"), list) \
+                        and len(pos["anyOf"]) == 1:
+                    pos = pos["anyOf"][0]
+                ok = self.expand(pos, n.base, f"{n.ptr}/if", b2)
+            else:
+                b2.append(Node(self.synthetic_not(cond), n.base, f"{n.ptr}/if"))
+                ok = True
+            if ok and self.expand(else_s, n.base, f"{n.ptr}/else", b2) and not self.excluded(b2):
                 out.append(self.value(b2))
         return self.union(out)
+
+    def excluded(self, nodes: list[Node]) -> bool:
+        """Whether the conjunction ``nodes`` is found empty before it is built: it allows objects
+        only, and a property it requires has a finite set of candidate values (``const``/``enum``)
+        of which none holds for all its ``properties`` schemas. Sound (True only when no value
+        satisfies the conjunction: other constraints only remove more), and cheap, so that a chain
+        of ``if``/``then`` pairs on one discriminating property (``"if": {"properties": {"type":
+        {"const": ...}}}``) is cut where two of its conditions meet, not built out to 2**n ends."""
+        if "required" in self.ignore or "properties" in self.ignore or self.allowed_types(nodes) - _OBJECT_ONLY:
+            return False
+        required: list[str] = []
+        for n in nodes:
+            req = n.schema.get("required")
+            if type(req) is list:
+                required.extend(r for r in req if type(r) is str and r not in required)
+        for name in required:
+            sub: list[Node] = []
+            for n in nodes:
+                props = n.schema.get("properties")
+                if (type(props) is dict and name in props
+                        and not self.expand(props[name], n.base, f"{n.ptr}/properties/{_esc(name)}", sub)):
+                    return True
+            values = self.finite_candidates(sub) if sub else None
+            if values is not None and not any(all(self.validates(v, x) for x in sub) for v in values):
+                return True
+        return False
 
     def union(self, values: list[Expr]) -> Expr:
         """The alternation of ``values`` without those known empty (a branch of a distributed
