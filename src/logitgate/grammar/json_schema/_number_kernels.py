@@ -101,66 +101,34 @@ def minimal_rows(trans, final):  # pragma: no cover - numba
     """The minimal DFA of ``(trans, final)`` (every state reachable from 0), numbered
     breadth-first from its start with symbols in ascending order; no states when 0 is dead.
 
-    Dead states are dropped (moves into them removed), then equivalent states merged by
-    refinement (Moore: a state's block and its successors' blocks, until no block splits).
+    Equivalent states are merged by refinement (Moore: a state's block and its successors'
+    blocks, until no block splits) over the table completed by a sink (state ``n``, where every
+    missing move goes): the states that reach no final state end in the sink's block, and moves
+    into it are no moves in the quotient.
     """
     n, nsym = trans.shape
-    # live: reaches a final state (reverse moves, as lists by target)
-    count = np.zeros(n + 1, dtype=np.int64)
-    for s in range(n):
-        for c in range(nsym):
-            if trans[s, c] >= 0:
-                count[trans[s, c] + 1] += 1
-    for s in range(n):
-        count[s + 1] += count[s]
-    fill = count[:n].copy()
-    back = np.empty(count[n], dtype=np.int32)
-    for s in range(n):
-        for c in range(nsym):
-            t = trans[s, c]
-            if t >= 0:
-                back[fill[t]] = s
-                fill[t] += 1
-    live = final.copy()
-    todo = np.empty(n, dtype=np.int32)
-    top = 0
-    for s in range(n):
-        if final[s]:
-            todo[top] = s
-            top += 1
-    while top > 0:
-        top -= 1
-        t = todo[top]
-        for e in range(count[t], count[t + 1]):
-            s = back[e]
-            if not live[s]:
-                live[s] = True
-                todo[top] = s
-                top += 1
-    if not live[0]:
-        return np.full((0, nsym), -1, dtype=np.int32), np.zeros(0, dtype=np.bool_)
-    # refinement over the live states (a move into a dead state is no move)
-    block = np.zeros(n, dtype=np.int32)
+    sink = n
+    block = np.zeros(n + 1, dtype=np.int32)
     finals = 0
     for s in range(n):
         if final[s]:
             block[s] = 1
             finals += 1
-    nblocks = 1 if finals == n else 2  # (some state is final: the start is live)
-    sig = np.empty((n, nsym + 1), dtype=np.int32)
+    nblocks = 2 if finals > 0 else 1  # (the sink is never final)
+    sig = np.empty((n + 1, nsym + 1), dtype=np.int32)
+    size = 64
+    while size < 2 * (n + 1):
+        size *= 2
     while True:
-        for s in range(n):
-            sig[s, 0] = block[s] if live[s] else -1
+        for s in range(n + 1):
+            sig[s, 0] = block[s]
             for c in range(nsym):
-                t = trans[s, c]
-                sig[s, c + 1] = block[t] if t >= 0 and live[t] else -1
-        size = 64
-        while size < 2 * n:
-            size *= 2
+                t = trans[s, c] if s < n else sink
+                sig[s, c + 1] = block[t if t >= 0 else sink]
         table = np.full(size, -1, dtype=np.int64)
-        new = np.empty(n, dtype=np.int32)
+        new = np.empty(n + 1, dtype=np.int32)
         m = 0
-        for s in range(n):
+        for s in range(n + 1):
             slot = _find(table, sig, sig[s], size - 1)
             if table[slot] < 0:
                 table[slot] = s
@@ -172,7 +140,10 @@ def minimal_rows(trans, final):  # pragma: no cover - numba
         if m == nblocks:
             break
         nblocks = m
-    # the quotient, numbered breadth-first from the start's block
+    dead = block[sink]
+    if block[0] == dead:
+        return np.full((0, nsym), -1, dtype=np.int32), np.zeros(0, dtype=np.bool_)
+    # the quotient without the sink's block, numbered breadth-first from the start's block
     index = np.full(nblocks, -1, dtype=np.int32)
     rep = np.empty(nblocks, dtype=np.int32)
     index[block[0]] = 0
@@ -183,7 +154,7 @@ def minimal_rows(trans, final):  # pragma: no cover - numba
         s = rep[i]
         for c in range(nsym):
             t = trans[s, c]
-            if t >= 0 and live[t] and index[block[t]] < 0:
+            if t >= 0 and block[t] != dead and index[block[t]] < 0:
                 index[block[t]] = q
                 rep[q] = t
                 q += 1
@@ -195,6 +166,6 @@ def minimal_rows(trans, final):  # pragma: no cover - numba
         out_final[i] = final[s]
         for c in range(nsym):
             t = trans[s, c]
-            if t >= 0 and live[t]:
+            if t >= 0 and block[t] != dead:
                 out[i, c] = index[block[t]]
     return out, out_final

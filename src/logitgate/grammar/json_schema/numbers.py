@@ -122,19 +122,6 @@ def _atoms(f: Formula, out: list, where: dict[int, int]) -> None:
         _atoms(f.item, out, where)
 
 
-def _evaluate(f: Formula, values: dict) -> bool:
-    """``f`` with each atom's truth ``values[id(atom)]``."""
-    if isinstance(f, Range | MultipleOf):
-        return values[id(f)]
-    if isinstance(f, And):
-        return all(_evaluate(it, values) for it in f.items)
-    if isinstance(f, Or):
-        return any(_evaluate(it, values) for it in f.items)
-    if isinstance(f, Not):
-        return not _evaluate(f.item, values)
-    return f.value
-
-
 # ----------------------------------------------------------------------------- decimals
 
 
@@ -431,28 +418,25 @@ def _build_dfa(formula: Formula, plain_integers: bool = False) -> _DFA:
         if trans.shape[0] == 0:
             raise LimitExceededError(f"number automaton exceeds {MAX_NUMBER_STATES} states", limit="max_number_states")
     final = parts[0][1][states[:, 0]]  # (a final phase: every machine is in the same phase)
-    if machines:
-        truth = [p[2][states[:, k]] for k, p in enumerate(parts)]
-        final &= _evaluate_all(formula, {occurrence: truth[k] for occurrence, k in where.items()})
-    elif not _evaluate(formula, {}):
-        final[:] = False
+    truth = [p[2][states[:, k]] for k, p in enumerate(parts)] if machines else []
+    final &= _evaluate_all(formula, {occurrence: truth[k] for occurrence, k in where.items()}, len(final))
     trans, final = minimal_rows(trans, final)
     if trans.shape[0] == 0:
         return _DFA([{}], [False])
     return _DFA([{sym: int(t) for sym, t in enumerate(row) if t >= 0} for row in trans.tolist()], final.tolist())
 
 
-def _evaluate_all(f: Formula, values: dict[int, np.ndarray]) -> np.ndarray:
-    """:func:`_evaluate` for every product state at once (``values``: each atom's truth per state)."""
+def _evaluate_all(f: Formula, values: dict[int, np.ndarray], n: int) -> np.ndarray:
+    """``f`` at each of ``n`` product states, with each atom's truth there ``values[id(atom)]``."""
     if isinstance(f, Range | MultipleOf):
         return values[id(f)]
     if isinstance(f, And):
-        return np.logical_and.reduce([_evaluate_all(it, values) for it in f.items])
+        return np.logical_and.reduce([_evaluate_all(it, values, n) for it in f.items])
     if isinstance(f, Or):
-        return np.logical_or.reduce([_evaluate_all(it, values) for it in f.items])
+        return np.logical_or.reduce([_evaluate_all(it, values, n) for it in f.items])
     if isinstance(f, Not):
-        return ~_evaluate_all(f.item, values)
-    return np.full(len(next(iter(values.values()))), f.value)
+        return ~_evaluate_all(f.item, values, n)
+    return np.full(n, f.value)
 
 
 def _explore(machine, allow_exp: bool, plain_integers: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
