@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import logitgate as lg
-from logitgate.engine.masks import compute_state_mask
+from logitgate.engine.masks import COUNT, EXITS, compute_state_mask, write_mask
 from logitgate.engine.slices import SliceSet
 from logitgate.tokenizer.bundled import bundled_available, load_bundled
 
@@ -28,7 +28,7 @@ def compiler():
 
 def _ids(mask, runtime) -> set[int]:
     row = np.zeros(runtime.num_words, dtype=np.int32)
-    mask.write(row, True, runtime.base_row)
+    write_mask(mask, row, True, runtime.base_row)
     bits = np.unpackbits(row.view(np.uint8), bitorder="little")
     return set(np.flatnonzero(bits).tolist())
 
@@ -82,7 +82,7 @@ def test_masks_with_slices_equal_whole_trie_walks(compiler, k):
             fast = compute_state_mask(s, cg.rtn, rt.slices, rt.base_row, rt.scratch())
             plain = compute_state_mask(s, cg.rtn, whole, rt.base_row, rt.scratch())
             assert _ids(fast, rt) == _ids(plain, rt), (k, text[:i])
-            assert fast.has_exits == plain.has_exits
+            assert (fast[EXITS].shape[0] > 0) == (plain[EXITS].shape[0] > 0)
             checked += 1
         if i < len(text):
             assert m.accept_string(text[i:i + 1])
@@ -160,7 +160,7 @@ def test_layers_of_a_long_counted_string_share_masks_only_where_tokens_cannot_te
             assert rep == first + expect_k * m + q, (k, q)
             own = compute_state_mask(state, rtn, rt.slices, rt.base_row, rt.scratch())
             assert _ids(cg.state_mask(state), rt) == _ids(own, rt), (k, q)
-            assert np.array_equal(cg.state_mask(state).exits, own.exits)
+            assert np.array_equal(cg.state_mask(state)[EXITS], own[EXITS])
             shared += rep != state
     assert shared
 
@@ -182,8 +182,8 @@ def test_a_walk_that_outgrows_its_exit_buffer_walks_again_with_a_larger_one(comp
             tight = WalkScratch(rt.trie.max_depth, rt.num_words, exit_capacity=1)
             small = compute_state_mask(s, cg.rtn, rt.slices, rt.base_row, tight)
             assert _ids(small, rt) == _ids(roomy, rt)
-            assert np.array_equal(small.exits, roomy.exits)
-            grown += roomy.exits.shape[0] > 1
+            assert np.array_equal(small[EXITS], roomy[EXITS])
+            grown += roomy[EXITS].shape[0] > 1
         assert m.accept_string(text[i:i + 1])
     assert grown  # (some state has more exits than the tight buffer holds)
 
@@ -414,7 +414,7 @@ def test_a_mask_is_a_list_of_ids_only_while_the_list_is_short_and_writes_the_sam
     """A state's token set is kept as accepted or rejected ids only while there are at most a quarter
     as many ids as bitset words (a long list is slower to write than a bitset is to copy); written
     over a row or OR-ed into one, every form gives the row of its accepted tokens."""
-    from logitgate.engine.masks import _NO_EXITS, StateMask, TokenSetKind
+    from logitgate.engine.masks import _NO_EXITS, TokenSetKind
 
     rt = compiler._runtime
     short = rt.num_words // 4
@@ -424,16 +424,17 @@ def test_a_mask_is_a_list_of_ids_only_while_the_list_is_short_and_writes_the_sam
         cg = compiler.compile_json_schema(schema)
         for s in range(cg.rtn.num_states):
             sm = cg.state_mask(s)
-            kinds.add(sm.kind)
-            if sm.kind != TokenSetKind.BITSET:
-                assert sm.data.shape[0] <= short, (schema, s)
+            kind, data, _, count = sm
+            kinds.add(kind)
+            if kind != TokenSetKind.BITSET:
+                assert data.shape[0] <= short, (schema, s)
             over = rng.integers(-2**31, 2**31, rt.num_words, dtype=np.int64).astype(np.int32)
-            sm.write(over, True, rt.base_row)
-            assert int(np.unpackbits(over.view(np.uint8)).sum()) == sm.count, (schema, s)
+            write_mask(sm, over, True, rt.base_row)
+            assert int(np.unpackbits(over.view(np.uint8)).sum()) == count, (schema, s)
             assert not (over & ~rt.base_row).any()  # (only tokens of the trie)
             noise = rng.integers(-2**31, 2**31, rt.num_words, dtype=np.int64).astype(np.int32)
             ored = noise.copy()
-            sm.write(ored, False, rt.base_row)
+            write_mask(sm, ored, False, rt.base_row)
             assert np.array_equal(ored, noise | over), (schema, s)
     # (llama3's string states reject more ids than a quarter of its words: no list of rejected ids)
     assert kinds == {TokenSetKind.BITSET, TokenSetKind.ACCEPTED}
@@ -445,11 +446,11 @@ def test_a_mask_is_a_list_of_ids_only_while_the_list_is_short_and_writes_the_sam
     rejected = np.setdiff1d(trie_ids, accepted).astype(np.int32)
     for kind, data in ((TokenSetKind.ACCEPTED, accepted), (TokenSetKind.REJECTED, rejected),
                        (TokenSetKind.BITSET, bitset)):
-        sm = StateMask(kind, data, _NO_EXITS, accepted.shape[0])
+        sm = (kind, data, _NO_EXITS, accepted.shape[0])
         for overwrite in (True, False):
             noise = rng.integers(-2**31, 2**31, rt.num_words, dtype=np.int64).astype(np.int32)
             row = noise.copy()
-            sm.write(row, overwrite, rt.base_row)
+            write_mask(sm, row, overwrite, rt.base_row)
             assert np.array_equal(row, bitset if overwrite else noise | bitset), (kind, overwrite)
 
 
@@ -471,5 +472,5 @@ def test_a_state_that_can_only_pop_exits_at_every_first_byte_as_a_walk_finds(com
     for s in dead:
         fast = compute_state_mask(s, cg.rtn, rt.slices, rt.base_row, rt.scratch())
         slow = compute_state_mask(s, walked, rt.slices, rt.base_row, rt.scratch())
-        assert fast.count == slow.count == 0 and not _ids(fast, rt)
-        assert sorted(fast.exits.tolist()) == sorted(slow.exits.tolist()) and fast.has_exits
+        assert fast[COUNT] == slow[COUNT] == 0 and not _ids(fast, rt)
+        assert sorted(fast[EXITS].tolist()) == sorted(slow[EXITS].tolist()) and fast[EXITS].shape[0] > 0

@@ -35,7 +35,15 @@ import numpy as np
 from ..errors import GrammarError
 from ..grammar.ir import Grammar
 from ._automata_kernels import merge_equal_classes
-from .masks import MaskStore, StateMask, WalkScratch, compute_state_mask, resolve_context, warm_kernels
+from .masks import (
+    MaskStore,
+    StateMask,
+    WalkScratch,
+    compute_state_mask,
+    mask_nbytes,
+    resolve_context,
+    warm_kernels,
+)
 from .rtn import RTN, CompileLimits, compile_rtn
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -233,7 +241,7 @@ class CompiledGrammar:
             if key is not None:
                 self._store.put(key, m)
             else:  # (a state of the grammar's own rules keeps its mask here alone)
-                self._own_mask_bytes += m.nbytes
+                self._own_mask_bytes += mask_nbytes(m)
         self._state_masks[state] = m
         return m
 
