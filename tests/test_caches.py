@@ -146,6 +146,71 @@ def test_cached_masks_leave_the_cyclic_collector_nothing_to_walk() -> None:
     assert not [mask for mask in masks if gc.is_tracked(mask)]
 
 
+def _word_grammars(n: int) -> list[str]:
+    """``n`` regexes of one shape (automata of one size), each a different language."""
+    return [f"id{i:03d}-[a-f]{{2,4}}" for i in range(n)]
+
+
+def test_the_compile_cache_lets_the_least_recently_used_grammars_go_past_its_byte_limit() -> None:
+    """A server compiling a new schema per request must not keep every grammar it ever compiled:
+    the compiled grammars are bounded by ``cache_limit_bytes`` (each weighed by its memory), the
+    least recently used going first; a grammar asked for again is the most recent once more."""
+    info = small_vocab(["id012-abcd"])
+    weight = lg.GrammarCompiler(info).compile_regex(_word_grammars(1)[0]).memory_size_bytes
+    compiler = lg.GrammarCompiler(info, cache_limit_bytes=3 * weight + weight // 2)  # room for three
+    patterns = _word_grammars(8)
+    first = [compiler.compile_regex(p) for p in patterns[:3]]
+    assert [compiler.compile_regex(p) for p in patterns[:3]] == first  # (all three kept: hits)
+    assert compiler.compile_regex(patterns[0]) is first[0]  # now the most recently used
+    compiler.compile_regex(patterns[3])  # a fourth: the least recently used (the second) goes
+    assert len(compiler._by_input) == 3
+    assert compiler.compile_regex(patterns[0]) is first[0]
+    assert compiler.compile_regex(patterns[2]) is first[2]
+    assert compiler.compile_regex(patterns[1]) is not first[1]  # compiled again
+    for p in patterns:
+        compiler.compile_regex(p)
+        assert compiler._grammar_bytes <= compiler.cache_limit_bytes
+        assert compiler._grammar_bytes == sum(cg.memory_size_bytes for cg, _ in compiler._by_input.values())
+    assert len(compiler._by_input) == 3
+    # a grammar larger than the whole limit is still cached, alone (the newest always stays)
+    small = lg.GrammarCompiler(info, cache_limit_bytes=weight // 2)
+    cg = small.compile_regex(patterns[0])
+    assert small.compile_regex(patterns[0]) is cg and len(small._by_input) == 1
+    assert small.compile_regex(patterns[1]) is not cg and len(small._by_input) == 1
+
+
+def test_compiled_grammars_and_shared_masks_share_one_byte_limit() -> None:
+    """Masks filled by matchers grow the heap too: the shared mask store and the compiled grammars
+    (whose own masks, context resolutions and survival tables count, weighed again when a grammar
+    is asked for) stay within ``cache_limit_bytes`` together; a grammar the cache let go keeps
+    working for the matchers that hold it."""
+    from logitgate import GrammarMatcher, allocate_token_bitmask
+
+    text = "id007-abcd"
+    info = small_vocab([text])
+    probe = lg.GrammarCompiler(info)
+    probe_cg = probe.compile_regex(_word_grammars(1)[0])
+    m = GrammarMatcher(probe_cg)
+    bm = allocate_token_bitmask(1, info.vocab_size)
+    m.fill_next_token_bitmask(bm)
+    used = probe_cg.memory_size_bytes + probe.mask_store.nbytes  # one grammar and its first mask
+    compiler = lg.GrammarCompiler(info, cache_limit_bytes=4 * used)
+    held = []
+    for p in _word_grammars(12):
+        cg = compiler.compile_regex(p)
+        m = GrammarMatcher(cg)
+        for ch in p.split("-")[0] + "-ab":  # (a mask at every character)
+            m.fill_next_token_bitmask(bm)
+            assert m.accept_string(ch)
+        held.append(m)
+        cg = compiler.compile_regex(p)  # (asked for again: weighed with what the walk added)
+        assert compiler._grammar_bytes + compiler.mask_store.nbytes <= compiler.cache_limit_bytes
+    assert 1 < len(compiler._by_input) < 12
+    first = held[0]  # its grammar long gone from the cache, it still decides
+    first.fill_next_token_bitmask(bm)
+    assert first.accept_string("c") and first.can_terminate() and not first.accept_string("-")
+
+
 def test_schemas_differing_in_property_order_are_different_grammars() -> None:
     """Properties come in declared order, so the compile cache must not identify two schemas whose
     ``properties`` list the same members in another order (it did: the key sorted the keys)."""

@@ -26,6 +26,7 @@ import re
 import threading
 import traceback
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
@@ -212,7 +213,8 @@ class CompiledGrammar:
         states and its context resolutions (masks in the shared store excluded)."""
         r = self.rtn
         arrays = list(r.step_pack)  # (the table, the state flags, byte classes and call chains)
-        for plan in r.__dict__.get("_slice_plans", {}).values():  # survival depths per state
+        for plan in tuple(r.__dict__.get("_slice_plans", {}).values()):  # survival depths per state
+            # (a tuple made in one call: a first mask in another thread may add a plan meanwhile)
             arrays += [plan.lower, plan.memo, plan.tables]
         return int(sum(a.nbytes for a in arrays) + 64 * self._ctx_size + self._own_mask_bytes)
 
@@ -303,7 +305,13 @@ class GrammarCompiler:
 
     Args:
         tokenizer_info: the vocabulary (:class:`logitgate.TokenizerInfo`).
-        cache_limit_bytes: memory bound for cached per-state token masks.
+        cache_limit_bytes: memory bound for what the compiler keeps, together: compiled grammars
+            (by their input; each weighs its automaton and what use has added to it, measured when
+            it is cached and whenever it is asked for again: see
+            :attr:`CompiledGrammar.memory_size_bytes`) and the per-state token masks its grammars
+            share. The least recently used go first, so a server compiling a new schema per
+            request holds a bounded heap. A grammar still in use by matchers stays alive for them
+            after the cache lets it go.
         max_threads: default thread count for batch mask filling.
         limits: automaton size limits (:class:`logitgate.engine.rtn.CompileLimits`).
         cache_enabled: keep compiled grammars keyed by their input.
@@ -327,9 +335,13 @@ class GrammarCompiler:
         self.cache_enabled = cache_enabled
         self.pause_gc = pause_gc
         self._runtime = _shared_runtime(tokenizer_info)
-        self._store = MaskStore(cache_limit_bytes)
-        self._by_input: dict[tuple, CompiledGrammar] = {}
+        self.cache_limit_bytes = int(cache_limit_bytes)
+        #: compiled grammars by input, least recently used first, each with its weight when last
+        #: measured (their sum: ``_grammar_bytes``)
+        self._by_input: OrderedDict[tuple, tuple[CompiledGrammar, int]] = OrderedDict()
+        self._grammar_bytes = 0
         self._lock = threading.Lock()
+        self._store = MaskStore(cache_limit_bytes, others=lambda: self._grammar_bytes)
 
     def warm_up(self) -> GrammarCompiler:
         """Do the per-process and per-tokenizer work now rather than in a first request.
@@ -551,6 +563,7 @@ class GrammarCompiler:
         """Forget compiled grammars and cached masks."""
         with self._lock:
             self._by_input.clear()
+            self._grammar_bytes = 0
         self._store.clear()
 
     @property
@@ -564,14 +577,31 @@ class GrammarCompiler:
         if keep:
             with self._lock:
                 hit = self._by_input.get(key)
-            if hit is not None:
-                return hit
+                if hit is not None:  # (weighed again: its use may have added masks and tables)
+                    self._keep(key, hit[0], hit[1])
+                    return hit[0]
         with _collector_paused() if self.pause_gc else nullcontext():
             cg = self._compile(make())
         if keep:
             with self._lock:
-                self._by_input.setdefault(key, cg)
+                hit = self._by_input.get(key)
+                if hit is not None:  # (another thread compiled it meanwhile: theirs is kept)
+                    return hit[0]
+                self._keep(key, cg, 0)
         return cg
+
+    def _keep(self, key: tuple, cg: CompiledGrammar, old_weight: int) -> None:
+        """Cache ``cg`` (weighed now) as the most recently used grammar, then let the least
+        recently used others go while the grammars and the mask store together pass
+        ``cache_limit_bytes`` (the newest stays, alone if it must). Called holding ``_lock``."""
+        w = cg.memory_size_bytes
+        self._by_input[key] = (cg, w)
+        self._by_input.move_to_end(key)
+        self._grammar_bytes += w - old_weight
+        limit = self.cache_limit_bytes - self._store.nbytes
+        while self._grammar_bytes > limit and len(self._by_input) > 1:
+            _, (_, ew) = self._by_input.popitem(last=False)
+            self._grammar_bytes -= ew
 
     def _compile(self, grammar: Grammar, limits: CompileLimits | None = None) -> CompiledGrammar:
         return CompiledGrammar(compile_rtn(grammar, limits or self.limits), self._runtime, self._store)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit
@@ -394,10 +395,15 @@ def warm_kernels(num_words: int, trie_ids: np.ndarray) -> None:
 
 
 class MaskStore:
-    """A thread-safe, memory-bounded LRU cache of :class:`StateMask` keyed by state keys."""
+    """A thread-safe, memory-bounded LRU cache of :data:`StateMask` keyed by state keys.
 
-    def __init__(self, limit_bytes: int = 1 << 30):
+    ``others``: the bytes held by caches sharing the bound (a compiler's compiled grammars): masks
+    go, least recently used first, while the store and they together pass ``limit_bytes``.
+    """
+
+    def __init__(self, limit_bytes: int = 1 << 30, others: Callable[[], int] | None = None):
         self.limit_bytes = int(limit_bytes)
+        self._others = others
         self._items: OrderedDict[tuple, StateMask] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -421,7 +427,8 @@ class MaskStore:
                 self._bytes -= mask_nbytes(old)
             self._items[key] = mask
             self._bytes += mask_nbytes(mask)
-            while self._bytes > self.limit_bytes and len(self._items) > 1:
+            limit = self.limit_bytes - (self._others() if self._others is not None else 0)
+            while self._bytes > limit and len(self._items) > 1:
                 _, ev = self._items.popitem(last=False)
                 self._bytes -= mask_nbytes(ev)
 
