@@ -435,6 +435,8 @@ class Converter:
                 if body is None:
                     body = self._build(nodes)
                     if is_ref_free(body):
+                        if len(_SCALAR_BODIES) >= 256:  # (bounded: options are the caller's to vary)
+                            _SCALAR_BODIES.clear()
                         _SCALAR_BODIES[key] = body
                     else:  # (a body naming a rule of this grammar is this grammar's)
                         self._scalar_bodies[t] = body
