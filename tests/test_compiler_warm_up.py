@@ -154,9 +154,10 @@ schema = {"type": "object", "$defs": {"t": {"type": "object", "properties": {"k"
                              {"type": "integer", "minimum": -5}, {"type": "boolean"}]},
                          "a": {"type": "array", "items": {"type": "number"}, "minItems": 1, "maxItems": 3},
                          "t": {"$ref": "#/$defs/t"}, "n": {"type": "number", "multipleOf": 0.25, "minimum": 1},
-                         "m": {"type": "string", "format": "email", "maxLength": 1024}},  # (a large intersection)
+                         "m": {"type": "string", "format": "email", "maxLength": 1024},  # (a large intersection)
+                         "l": {"type": "string", "minLength": 2, "maxLength": 65535}},  # (counted in chunks)
           "required": ["s"]}
-values = [{"s": None, "e": "y", "p": "abc", "o": 3, "a": [1.5, -2], "t": {"k": {}}, "n": 2.75},
+values = [{"s": None, "e": "y", "p": "abc", "o": 3, "a": [1.5, -2], "t": {"k": {}}, "n": 2.75, "l": "xyz"},
           {"s": "hello", "o": True}]
 texts = [json.dumps(v) for v in values] + [json.dumps(values[0], indent=2)]
 info = small_vocab(texts + ["ab@cd.org", "aab", "(1+2)*3", "[[[1]]]"])

@@ -20,6 +20,7 @@ from typing import Any
 from ...errors import GrammarError, LimitExceededError, SchemaError
 from ..ir import EMPTY, NOTHING, Expr, Ref, Special, alt, and_, is_ref_free, lit, not_, seq
 from ..regex import regex_expr
+from . import lengths
 from . import numbers as num
 from .arrays import build_array
 from .disjoint import ANNOTATIONS, KNOWN_KEYWORDS, disjoint
@@ -492,10 +493,13 @@ class Converter:
             parts.append(self.number(nodes, types, [v for v in neg.values if json_key(v)[0] == "num"],
                                      neg.num_formulas))
         if "string" in types:
-            content = self.string_content(nodes, [v for v in neg.values if isinstance(v, str)],
-                                          neg.str_contents)
-            if content is not None:
-                parts.append(string_value(content))
+            excluded = [v for v in neg.values if isinstance(v, str)]
+            value = None if excluded or neg.str_contents else self.long_string(nodes)
+            if value is None:
+                content = self.string_content(nodes, excluded, neg.str_contents)
+                value = None if content is None else string_value(content)
+            if value is not None:
+                parts.append(value)
         for kind, tag in (("array", "arr"), ("object", "obj")):
             if kind in types:
                 if any(json_key(v)[0] == tag for v in neg.values):
@@ -931,12 +935,9 @@ class Converter:
         return num.And(tuple(atoms)) if atoms else num.TRUE
 
     # ------------------------------------------------------------------ strings
-    def string_content(self, nodes: list[Node], excluded: list[str] | None = None,
-                       excluded_contents: list | None = None) -> Expr | None:
-        """Regular language of the JSON string content (between the quotes) allowed by ``nodes``."""
+    def length_bounds(self, nodes: list[Node]) -> tuple[int, int | None]:
+        """The ``minLength`` and ``maxLength`` of the conjunction ``nodes`` (None: no maximum)."""
         lo, hi = 0, None
-        parts: list[Expr] = []
-        patterns_only = True  # every part a pattern (made of encoded characters: string content)
         for n in nodes:
             s = n.schema
             if "minLength" in s and "minLength" not in self.ignore:
@@ -944,6 +945,31 @@ class Converter:
             if "maxLength" in s and "maxLength" not in self.ignore:
                 v = _nonneg_int(s["maxLength"], "maxLength", n.ptr)
                 hi = v if hi is None else min(hi, v)
+        return lo, hi
+
+    def long_string(self, nodes: list[Node]) -> Expr | None:
+        """The strings of ``nodes`` when only a length past ``lengths.FLAT_MAX_CHARS`` characters
+        constrains them: counted in chunks (:func:`.lengths.chunked_string`, whose rules equal
+        strings share); else None (a pattern or format is intersected with the content, and an
+        intersection's operands must be regular expressions, not calls)."""
+        lo, hi = self.length_bounds(nodes)
+        if max(lo, hi or 0) <= lengths.FLAT_MAX_CHARS or (hi is not None and lo > hi):
+            return None
+        for n in nodes:
+            s = n.schema
+            if ("pattern" in s and "pattern" not in self.ignore) or (
+                    "format" in s and self.strict_format and "format" not in self.ignore):
+                return None
+        return lengths.chunked_string(lo, hi, lambda e: self.shared(e, "chunk"))
+
+    def string_content(self, nodes: list[Node], excluded: list[str] | None = None,
+                       excluded_contents: list | None = None) -> Expr | None:
+        """Regular language of the JSON string content (between the quotes) allowed by ``nodes``."""
+        lo, hi = self.length_bounds(nodes)
+        parts: list[Expr] = []
+        patterns_only = True  # every part a pattern (made of encoded characters: string content)
+        for n in nodes:
+            s = n.schema
             if "pattern" in s and "pattern" not in self.ignore:
                 r = self.regex(s["pattern"], "pattern", n.ptr)
                 if r is not None:

@@ -19,6 +19,7 @@ automaton as built rather than quotes around it for the subset construction to w
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -29,9 +30,21 @@ from ...errors import LimitExceededError
 from ..ir import Expr, Special, SpecialKind, alt, lit, register_special, repeat, seq
 from .strings import any_char
 
-__all__ = ["counted_content", "or_null", "string_value"]
+__all__ = ["FLAT_MAX_CHARS", "chunked_string", "counted_content", "or_null", "string_value"]
 
 KIND = "json_string_length"
+
+
+#: a string only its length constrains, past this many characters (at least or at most), is counted
+#: in chunks (:func:`chunked_string`); up to it, by one layered automaton (20 states a character:
+#: 8,192 characters are 163,843 states, a 14 MB table)
+FLAT_MAX_CHARS = 8192
+#: characters in a chunk (more where a string would take over ``_CHUNKS_SOFT`` chunks: the square
+#: root of its length, up to ``_CHUNK_MAX``), and the most chunks a string may take
+CHUNK_CHARS = 512
+_CHUNKS_SOFT = 1024
+_CHUNK_MAX = 4096
+MAX_CHUNKS = 65536
 
 
 def counted_content(lo: int, hi: int | None) -> Expr:
@@ -40,6 +53,54 @@ def counted_content(lo: int, hi: int | None) -> Expr:
     if (lo < 2) if hi is None else (hi < 2):  # (a copy or two: the plain expression)
         return repeat(any_char(), lo, hi)
     return Special(KIND, (lo, hi))
+
+
+def chunked_string(lo: int, hi: int | None, rule: Callable[[Expr], Expr]) -> Expr:
+    """The JSON string of ``lo``..``hi`` characters, counted in whole chunks of ``b`` characters
+    -- a rule of exactly ``b`` -- then a last part of fewer that ends with the closing quote (a
+    rule per kind of last part; ``rule`` makes an expression a named rule and returns its
+    reference). Each is a layered automaton built directly; the string's own expression only
+    counts chunks. Exact: a string of ``n`` characters splits one way only, into ``n // b``
+    chunks and ``n % b`` more. ``maxLength: 65535`` is up to 127 calls of a 10,241-state chunk
+    and a last part as large (``b`` divides 65,536: no shorter last part after the 128th
+    chunk), where one layered automaton would take 1.3 million states.
+
+    Past its last whole chunk, the matcher cannot know whether the next characters are another
+    chunk or the last part until ``b`` of them are read or the string ends, so it follows both
+    meanwhile (two stacks). A token across a chunk's end is resolved against the count of chunks
+    below it, which is new at every chunk: some milliseconds for the last few tokens of each
+    chunk, so chunks are long (with 64 characters, a third of the mask time of the MaskBench
+    schemas this concerns went there; chunks of 512 make fewer states to build than 1,024). A
+    ``minLength`` is whole chunks first, then the rest: no such choice.
+    """
+    n = max(lo, hi or 0)
+    b = CHUNK_CHARS
+    if n // b > _CHUNKS_SOFT:
+        b = min(_CHUNK_MAX, math.isqrt(n) + 1)
+    elif hi is not None:  # a length whose count ends a chunk (2 ** k - 1, as most are) needs no shorter last part
+        b = next((c for c in (b, 2 * b) if (hi + 1 - lo // c * c) % c == 0), b)
+    if n // b > MAX_CHUNKS:
+        raise LimitExceededError(f"string of {lo}..{hi} characters exceeds {MAX_CHUNKS} chunks of {b}",
+                                 limit="max_dfa_states")
+    chunk = rule(Special(KIND, (b, b)))
+
+    def last(fewest: int, most: int | None) -> Expr:  # that many more characters, then the quote
+        return rule(Special(KIND, (fewest, most, CLOSING)))
+
+    whole, lo = divmod(lo, b)  # (at least ``lo``: that many whole chunks first, then the rest)
+    parts = [lit('"')] + ([repeat(chunk, whole, whole)] if whole else [])
+    if hi is not None:
+        hi -= whole * b
+    if hi is None or hi < b:
+        return seq(*parts, last(lo, hi))
+    q, r = divmod(hi, b)  # a string of n characters: n // b chunks, then n % b more
+    tails = [last(lo, b - 1)] if lo else []  # no chunk: at least lo more
+    first, most = (1 if lo else 0), (q if r == b - 1 else q - 1)  # chunks followed by up to b - 1
+    if most >= first:
+        tails.append(seq(repeat(chunk, first, most), last(0, b - 1)))
+    if r != b - 1:
+        tails.append(seq(repeat(chunk, q, q), last(0, r)))
+    return seq(*parts, alt(*tails))
 
 
 _CHAR: list[Any] = []  # the automaton of one encoded character, once made
@@ -67,19 +128,24 @@ def or_null(value: Expr) -> Expr | None:
 
 
 _NULL = "null"
+#: the third argument of a counted content the closing quote ends (see :func:`chunked_string`)
+CLOSING = "closing"
 
 
 def _expand(args: tuple) -> Expr:
     body = repeat(any_char(), args[0], args[1])
     if len(args) == 2:
         return body
+    if args[2] == CLOSING:
+        return seq(body, lit('"'))
     quoted = seq(lit('"'), body, lit('"'))
     return alt(lit(_NULL), quoted) if len(args) > 3 else quoted
 
 
 def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -> tuple:
     """``(byte_class, trans, final, start, layers)`` of ``lo..hi`` characters (``args = (lo, hi)``;
-    ``(lo, hi, True)``: between quotes; ``(lo, hi, True, "null")``: that or ``null``), trimmed and
+    ``(lo, hi, True)``: between quotes; ``(lo, hi, True, "null")``: that or ``null``; ``(lo, hi,
+    CLOSING)``: then the closing quote, the last part of a string counted in chunks), trimmed and
     minimal by construction; ``layers = (m, count, lo, hi)`` says states ``k * m + q`` are layer
     ``k``'s (``k < count``), which lets the engine share masks between layers
     (:meth:`logitgate.engine.rtn.RTN.mask_representative`).
@@ -94,9 +160,11 @@ def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -
     """
     lo, hi = args[:2]
     quoted, null = len(args) > 2, len(args) > 3
+    opening = quoted and args[2] != CLOSING
     byte_class, layer = _layer(dfa_of, quoted, null)
     m = layer.shape[0]
-    extra = 0 if not quoted else 2 + (len(_NULL) - 1 if null else 0)  # start and end, and n, nu, nul
+    # start and end (the end alone after chunks), and n, nu, nul
+    extra = 0 if not quoted else 1 + opening + (len(_NULL) - 1 if null else 0)
     layers = hi if hi is not None else lo
     count = layers * m + 1  # the layers, and "hi read" (bounded) or "lo read or more" (unbounded)
     if count + extra > max_states:
@@ -104,18 +172,20 @@ def build_counted(args: tuple, dfa_of: Callable[[Expr], Any], max_states: int) -
                                  limit="max_dfa_states")
     q = int(byte_class[0x22]) if quoted else -1
     path = np.asarray([byte_class[b] for b in _NULL.encode()] if null else [], dtype=np.int32)
-    table, final, ok = _counted_table(layer, layers, lo, 0 if hi is None else hi, hi is not None, extra, q, path)
+    table, final, ok = _counted_table(layer, layers, lo, 0 if hi is None else hi, hi is not None, extra, q, path,
+                                      opening)
     if not ok:  # pragma: no cover - a raw quote never starts a character
         raise AssertionError("a quote after a whole character must end the string")
     layout = (m, layers, lo, hi)  # states ``k * m + q``: character state ``q`` of layer ``k``
-    return byte_class, table, final, count if quoted else 0, layout
+    return byte_class, table, final, count if opening else 0, layout
 
 
 @njit(nogil=True, cache=True)
-def _counted_table(layer, layers, lo, hi, bounded, extra, q, null_classes):  # pragma: no cover - numba
+def _counted_table(layer, layers, lo, hi, bounded, extra, q, null_classes, opening):  # pragma: no cover
     """The table and finality of :func:`build_counted` (``hi`` read only when ``bounded``; ``q``
     the quote's class, -1: unquoted; ``null_classes``: the classes of ``n``, ``u``, ``l``, ``l``,
-    empty: no ``null``), and False where a quote would already be read after a whole character.
+    empty: no ``null``; ``opening``: a start state reads the opening quote), and False where a quote
+    would already be read after a whole character.
     One compiled call: a dozen numpy calls took ~250 µs in a compile right after the process
     waited, ~40 back to back."""
     m, k = layer.shape
@@ -140,14 +210,15 @@ def _counted_table(layer, layers, lo, hi, bounded, extra, q, null_classes):  # p
         final[last] = True
     if q < 0:
         return table, final, True
-    start, end = count, count + 1
+    start, end = (count, count + 1) if opening else (-1, count)
     for s in range(count):
         if final[s]:
             if table[s, q] >= 0:
                 return table, final, False
             table[s, q] = end
             final[s] = False
-    table[start, q] = 0
+    if opening:
+        table[start, q] = 0
     final[end] = True
     if null_classes.shape[0]:  # start -n-> n -u-> nu -l-> nul -l-> end
         prev = start
