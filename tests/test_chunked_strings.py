@@ -124,3 +124,47 @@ def test_a_long_length_with_a_pattern_is_still_one_intersection() -> None:
         GrammarCompiler(small_vocab(['"abc"'])).compile_grammar(g)
     short = json.dumps({"type": "string", "maxLength": 20_000})
     assert any(name.startswith("chunk") for name in Grammar.from_json_schema(json.loads(short)).rules)
+
+
+def test_chunked_masks_equal_one_layered_automatons_on_a_real_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On Llama-3's vocabulary (tokens up to 128 bytes: across several chunk ends at once), a walk
+    of random tokens through a string of at most 1,500 characters, to its end and past it: every
+    mask of the chunked grammar (chunks of 200) equals the one-automaton grammar's."""
+    import numpy as np
+
+    from logitgate import allocate_token_bitmask, bitmask_to_ids
+    from logitgate.tokenizer.bundled import bundled_available, load_bundled
+
+    if not bundled_available("llama3"):
+        pytest.skip("quicktok-v1 not installed")
+    info = load_bundled("llama3")
+    schema = {"type": "object", "properties": {"s": {"type": "string", "minLength": 450, "maxLength": 1500}},
+              "required": ["s"], "additionalProperties": False}
+    flat = GrammarCompiler(info).compile_json_schema(schema)
+    monkeypatch.setattr(lengths, "FLAT_MAX_CHARS", 400)
+    monkeypatch.setattr(lengths, "CHUNK_CHARS", 200)
+    chunked_grammar = Grammar.from_json_schema(schema)
+    assert any(name.startswith("chunk") for name in chunked_grammar.rules)
+    chunked = GrammarCompiler(info).compile_grammar(chunked_grammar)
+    a, b = GrammarMatcher(flat), GrammarMatcher(chunked)
+    bm = allocate_token_bitmask(2, info.vocab_size)
+    rng = np.random.default_rng(5)
+    assert a.accept_string('{"s": "') and b.accept_string('{"s": "')
+    read = b""
+    for step in range(1200):
+        a.fill_next_token_bitmask(bm, 0)
+        b.fill_next_token_bitmask(bm, 1)
+        assert np.array_equal(bm[0], bm[1]), step
+        ids = bitmask_to_ids(bm[0], info.vocab_size)
+        if a.is_terminated() or not ids.shape[0]:
+            break
+        # mostly long content tokens (they cross chunk ends), sometimes whatever is allowed (a quote)
+        content = [i for i in rng.choice(ids, size=min(40, ids.shape[0]), replace=False).tolist()
+                   if b'"' not in info.token_bytes[i]]
+        tok = max(content, key=lambda i: len(info.token_bytes[i])) if content and rng.random() < 0.97 \
+            else int(rng.choice(ids))
+        assert a.accept_token(tok) and b.accept_token(tok), step
+        read += info.token_bytes[tok]
+        if read.count(b'"') and len(read) - read.index(b'"') > 300:  # (well past the string's end)
+            break
+    assert len(read[:read.index(b'"')].decode()) >= 450  # (the string went past two chunk ends at least)
