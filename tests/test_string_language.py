@@ -116,7 +116,9 @@ def test_a_string_keyword_the_language_cannot_hold_takes_the_general_path() -> N
     """``enum``/``const``/``oneOf`` inside: the general path (distributed), whose answers are the same."""
     for schema in ({"type": "string", "anyOf": [{"enum": ["ab", "cd"]}, {"pattern": "^x"}]},
                    {"type": "string", "not": {"const": "ab"}, "maxLength": 3},
-                   {"type": "string", "anyOf": [{"oneOf": [{"pattern": "a"}, {"pattern": "b"}]}, {"maxLength": 1}]}):
+                   {"type": "string", "anyOf": [{"oneOf": [{"pattern": "a"}, {"pattern": "b"}]}, {"maxLength": 1}]},
+                   # (a length counted in chunks where it stands alone: a branch of its own)
+                   {"type": "string", "anyOf": [{"maxLength": 40_000}, {"pattern": "^x", "minLength": 2}]}):
         compiled = GrammarCompiler(small_vocab(['"abc"'])).compile_json_schema(schema)
         validator = jsonschema.Draft202012Validator(schema)
         for text in ["", "a", "ab", "cd", "xy", "abc", "ba", "x", "xab"]:

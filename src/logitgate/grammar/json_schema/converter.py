@@ -982,7 +982,8 @@ class Converter:
         number multiplies with each ``anyOf`` (three ``not`` of ``anyOf`` of three patterns made 81
         intersections of 15,000-49,000 states each, and the grammar was refused after 4.7 s).
         Keywords of other types are vacuous for a string. None where a keyword needs the general
-        path (``enum``, ``const``, ``oneOf``) or past ``_MAX_LANGUAGE_DEPTH`` nested schemas.
+        path (``enum``, ``const``, ``oneOf``, a length past ``lengths.FLAT_MAX_CHARS``) or past
+        ``_MAX_LANGUAGE_DEPTH`` nested schemas.
 
         The top call's language is valid string content; a nested one may hold more byte strings
         (a ``not`` complements over all of them), which the top intersects away."""
@@ -993,6 +994,8 @@ class Converter:
         lo, hi = self.length_bounds(nodes)
         if hi is not None and lo > hi:
             return NOTHING
+        if max(lo, hi or 0) > lengths.FLAT_MAX_CHARS:  # (counted in chunks where alone: see long_string)
+            return None
         items = [counted_content(lo, hi)] if depth == 0 or lo or hi is not None else []
         for n in nodes:
             s = n.schema
