@@ -178,6 +178,7 @@ class Converter:
         self._partial: dict[tuple, tuple] = {}  # (schema, it without consumed keywords), see validates
         self._enums: dict[int, tuple] = {}  # large enums' members indexed, see _in_enum
         self._checked: dict[int, Any] = {}  # schema objects check_keywords passed, by identity
+        self._no_candidate: dict[tuple, bool] = {}  # see excluded
 
     # ------------------------------------------------------------------ helpers
     def fail(self, message: str, keyword: str, pointer: str) -> None:
@@ -691,8 +692,15 @@ class Converter:
         else_s = s.get("else", True)
         out: list[Expr] = []
         b1 = list(rest)
-        if (self.expand(cond, n.base, f"{n.ptr}/if", b1) and self.expand(then_s, n.base, f"{n.ptr}/then", b1)
-                and not self.excluded(b1)):
+        if not self.expand(cond, n.base, f"{n.ptr}/if", b1) or self.excluded(b1):
+            # the condition holds for no value of the rest (a discriminator's other value, where one
+            # is taken already): the else branch, with nothing of the condition's complement to add --
+            # spelled out, it split the conjunction again at every later pair of a chain
+            b2 = list(rest)
+            if not self.expand(else_s, n.base, f"{n.ptr}/else", b2) or self.excluded(b2):
+                return NOTHING
+            return self.value(b2)
+        if self.expand(then_s, n.base, f"{n.ptr}/then", b1) and not self.excluded(b1):
             out.append(self.value(b1))
         neg = self.negate(cond, n.base, f"{n.ptr}/if", keyword="if")
         b2 = list(rest)
@@ -713,13 +721,26 @@ class Converter:
         return self.union(out)
 
     def excluded(self, nodes: list[Node]) -> bool:
-        """Whether the conjunction ``nodes`` is found empty before it is built: it allows objects
-        only, and a property it requires has a finite set of candidate values (``const``/``enum``)
-        of which none holds for all its ``properties`` schemas. Sound (True only when no value
-        satisfies the conjunction: other constraints only remove more), and cheap, so that a chain
-        of ``if``/``then`` pairs on one discriminating property (``"if": {"properties": {"type":
-        {"const": ...}}}``) is cut where two of its conditions meet, not built out to 2**n ends."""
-        if "required" in self.ignore or "properties" in self.ignore or self.allowed_types(nodes) - _OBJECT_ONLY:
+        """Whether the conjunction ``nodes`` is found empty before it is built: its types and the
+        types its ``not: {"type": ...}`` members take away leave none (an ``if``'s complement
+        spelled out is ``anyOf [{"not": {"type": "object"}}, ...]``: beside ``"type": "object"``,
+        a branch that used to be built out through every later pair before it was found empty --
+        2**8 conjunctions for 8 pairs); or it allows objects only, and a property it requires has
+        a finite set of candidate values (``const``/``enum``) of which none holds for all its
+        ``properties`` schemas. Sound (True only when no value satisfies the conjunction: other
+        constraints only remove more), and cheap, so that a chain of ``if``/``then`` pairs on one
+        discriminating property (``"if": {"properties": {"type": {"const": ...}}}``) is cut where
+        two of its conditions meet, not built out to 2**n ends."""
+        types = self.allowed_types(nodes)
+        if "not" not in self.ignore:
+            for n in nodes:
+                inner = n.schema.get("not")
+                if ("not" not in n.consumed and type(inner) is dict and "type" in inner
+                        and all(k == "type" or k in ANNOTATIONS or not _is_keyword(k) for k in inner)):
+                    types = types - self.allowed_types([Node(inner, n.base, f"{n.ptr}/not")])
+        if not types:
+            return True
+        if "required" in self.ignore or "properties" in self.ignore or types - _OBJECT_ONLY:
             return False
         required: list[str] = []
         for n in nodes:
@@ -727,16 +748,27 @@ class Converter:
             if type(req) is list:
                 required.extend(r for r in req if type(r) is str and r not in required)
         for name in required:
-            sub: list[Node] = []
-            for n in nodes:
-                props = n.schema.get("properties")
-                if (type(props) is dict and name in props
-                        and not self.expand(props[name], n.base, f"{n.ptr}/properties/{_esc(name)}", sub)):
-                    return True
-            values = self.finite_candidates(sub) if sub else None
-            if values is not None and not any(all(self.validates(v, x) for x in sub) for v in values):
+            holders = [n for n in nodes if type(props := n.schema.get("properties")) is dict and name in props]
+            if not holders:
+                continue
+            # (remembered by the nodes that hold the property: a chain's conjunctions share most)
+            key = (name, *[n.key for n in holders])
+            none = self._no_candidate.get(key)
+            if none is None:
+                none = self._no_candidate[key] = self._no_candidate_for(name, holders)
+            if none:
                 return True
         return False
+
+    def _no_candidate_for(self, name: str, holders: list[Node]) -> bool:
+        """Whether property ``name``'s schemas in ``holders`` admit no value: one is ``false``, or
+        they have finite candidates (``const``/``enum``) none of which all of them accept."""
+        sub: list[Node] = []
+        for n in holders:
+            if not self.expand(n.schema["properties"][name], n.base, f"{n.ptr}/properties/{_esc(name)}", sub):
+                return True
+        values = self.finite_candidates(sub)
+        return values is not None and not any(all(self.validates(v, x) for x in sub) for v in values)
 
     def union(self, values: list[Expr]) -> Expr:
         """The alternation of ``values`` without those known empty (a branch of a distributed
