@@ -455,9 +455,8 @@ class Converter:
         for n in nodes:
             self.check_keywords(n)
         # 0. strings only, joined by anyOf/not/if: one language (not distributed: see string_language)
-        if self.allowed_types(nodes) == _STRING_ONLY and any(
-                kw in n.schema and kw not in n.consumed and kw not in self.ignore
-                for n in nodes for kw in ("anyOf", "not", "if")):
+        if any(kw in n.schema and kw not in n.consumed and kw not in self.ignore
+               for n in nodes for kw in ("anyOf", "not", "if")) and self.allowed_types(nodes) == _STRING_ONLY:
             content = self.string_language(nodes)
             if content is not None:
                 return string_value(content)
