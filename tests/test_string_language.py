@@ -124,3 +124,32 @@ def test_a_string_keyword_the_language_cannot_hold_takes_the_general_path() -> N
         for text in ["", "a", "ab", "cd", "xy", "abc", "ba", "x", "xab"]:
             m = GrammarMatcher(compiled)
             assert (m.accept_string(json.dumps(text)) and m.can_terminate()) == validator.is_valid(text), (schema, text)
+
+
+def _levels(n: int) -> dict:
+    """``n`` levels of unions, each referring to the next one twice (and a pattern of its own)."""
+    defs = {f"l{i}": {"anyOf": [{"$ref": f"#/$defs/l{i + 1}"}, {"$ref": f"#/$defs/l{i + 1}"}, {"pattern": f"x{i % 7}"}]}
+            for i in range(n)}
+    defs[f"l{n}"] = {"pattern": "^a"}
+    return {"type": "string", "$defs": defs, "not": {"$ref": "#/$defs/l0"}}
+
+
+def test_shared_and_self_referencing_unions_are_built_once() -> None:
+    """A union that refers to the same schema from several branches, level after level, is made
+    once per schema (40 levels of two references each: 2**40 walks unremembered) and decides
+    strings as ``jsonschema`` does (on 10 levels: the validator walks every path); one that refers
+    back to itself (which the validator recurses on without end) takes the general path, at once."""
+    vocab = small_vocab(['"abx3q"'])
+    for n in (40, 10):
+        t = time.perf_counter()
+        compiled = GrammarCompiler(vocab).compile_json_schema(_levels(n))
+        assert time.perf_counter() - t < 60  # (a hang guard, not a speed test: well under a second)
+    validator = jsonschema.Draft202012Validator(_levels(10))
+    for text in ["", "a", "ba", "x3", "bx9", "q", "bq", "zz", "ax1"]:
+        m = GrammarMatcher(compiled)
+        assert (m.accept_string(json.dumps(text)) and m.can_terminate()) == validator.is_valid(text), (text,)
+    cyclic = {"type": "string", "$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"},
+                                                         {"pattern": "q"}]}}, "not": {"$ref": "#/$defs/a"}}
+    t = time.perf_counter()
+    Grammar.from_json_schema(cyclic)
+    assert time.perf_counter() - t < 60

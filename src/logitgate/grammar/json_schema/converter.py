@@ -179,6 +179,7 @@ class Converter:
         self._enums: dict[int, tuple] = {}  # large enums' members indexed, see _in_enum
         self._checked: dict[int, Any] = {}  # schema objects check_keywords passed, by identity
         self._no_candidate: dict[tuple, bool] = {}  # see excluded
+        self._languages: dict[tuple, Expr | None] = {}  # see string_language
 
     # ------------------------------------------------------------------ helpers
     def fail(self, message: str, keyword: str, pointer: str) -> None:
@@ -1017,9 +1018,21 @@ class Converter:
         ``_MAX_LANGUAGE_DEPTH`` nested schemas.
 
         The top call's language is valid string content; a nested one may hold more byte strings
-        (a ``not`` complements over all of them), which the top intersects away."""
+        (a ``not`` complements over all of them), which the top intersects away. A nested one is
+        remembered by its conjunction (schemas a union refers to many times are made once), and a
+        conjunction met again inside itself (a reference back through ``anyOf``) takes the general
+        path."""
         if depth > _MAX_LANGUAGE_DEPTH:
             return None
+        key = (depth == 0, *[n.key for n in nodes])
+        if key in self._languages:
+            return self._languages[key]
+        self._languages[key] = None  # (met again inside itself: the general path)
+        out = self._string_language(nodes, depth)
+        self._languages[key] = out
+        return out
+
+    def _string_language(self, nodes: list[Node], depth: int) -> Expr | None:
         if "string" not in self.allowed_types(nodes):
             return NOTHING
         lo, hi = self.length_bounds(nodes)
