@@ -179,6 +179,26 @@ def test_the_compile_cache_lets_the_least_recently_used_grammars_go_past_its_byt
     assert small.compile_regex(patterns[1]) is not cg and len(small._by_input) == 1
 
 
+def test_a_dropped_compiler_is_freed_without_the_cyclic_collector() -> None:
+    """The mask store reads the compiled grammars' bytes through a weak reference: a callback
+    holding the compiler made a cycle, so a dropped compiler and every grammar and mask it cached
+    waited for the cyclic collector."""
+    import gc
+    import weakref
+
+    compiler = lg.GrammarCompiler(small_vocab(["id012-abcd"]))
+    compiler.compile_regex(_word_grammars(1)[0])
+    gone = weakref.ref(compiler)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        del compiler
+        assert gone() is None
+    finally:
+        if was:
+            gc.enable()
+
+
 def test_compiled_grammars_and_shared_masks_share_one_byte_limit() -> None:
     """Masks filled by matchers grow the heap too: the shared mask store and the compiled grammars
     (whose own masks, context resolutions and survival tables count, weighed again when a grammar

@@ -341,7 +341,11 @@ class GrammarCompiler:
         self._by_input: OrderedDict[tuple, tuple[CompiledGrammar, int]] = OrderedDict()
         self._grammar_bytes = 0
         self._lock = threading.Lock()
-        self._store = MaskStore(cache_limit_bytes, others=lambda: self._grammar_bytes)
+        # (the store reads the grammars' bytes through a weak reference: a callback holding the
+        # compiler itself would make a cycle, and a dropped compiler's caches would wait for the
+        # cyclic collector)
+        me = weakref.ref(self)
+        self._store = MaskStore(cache_limit_bytes, others=lambda: getattr(me(), "_grammar_bytes", 0))
 
     def warm_up(self) -> GrammarCompiler:
         """Do the per-process and per-tokenizer work now rather than in a first request.

@@ -409,21 +409,21 @@ class GrammarMatcher:
         tops, pars = self._top, self._par
         if tops.shape[0] == 1:  # one stack, most steps: the loop below without its loop, one kernel call
             t = tops.item(0)
-            sm = state_masks.get(t) or cg.state_mask(t)
+            kind, data, exits, _ = state_masks.get(t) or cg.state_mask(t)
             p = pars.item(0)
             ctx = _NO_IDS
-            if p >= 0 and sm[2].shape[0]:  # (a mask is ``(kind, data, exits, count)``)
+            if p >= 0 and exits.shape[0]:
                 ctx = pool.contexts.get(t << 32 | p)
                 if ctx is None:
                     ctx = self._context(t, p)
-            _write_row(row, sm[0], sm[1], base, ctx, self._stop_ids if self.can_terminate() else _NO_IDS)
+            _write_row(row, kind, data, base, ctx, self._stop_ids if self.can_terminate() else _NO_IDS)
             return
         for k in range(tops.shape[0]):
             t = tops.item(k)
-            sm = state_masks.get(t) or cg.state_mask(t)
-            _write_set(row, sm[0], sm[1], k == 0, base)
+            kind, data, exits, _ = state_masks.get(t) or cg.state_mask(t)
+            _write_set(row, kind, data, k == 0, base)
             p = pars.item(k)
-            if p >= 0 and sm[2].shape[0]:
+            if p >= 0 and exits.shape[0]:
                 _set_ids(row, self._context(t, p))
         if self.can_terminate():
             _set_ids(row, self._stop_ids)

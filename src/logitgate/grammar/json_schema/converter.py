@@ -237,6 +237,15 @@ class Converter:
         self._regex_cache[pattern] = e
         return e
 
+    def format(self, name: Any, pointer: str) -> Expr | None:
+        """The string content of ``format: name``; an unknown format is refused (None where
+        ``format`` is ignored). Kept unnamed: a reference-free string language is built once per
+        process, whatever schema it comes from (see ``standalone_dfa``)."""
+        e = format_expr(name)
+        if e is None:
+            self.fail(f"unknown format {name!r}", "format", pointer)
+        return e
+
     def py_search(self, pattern: str, text: str, keyword: str, pointer: str) -> bool:
         """Does ``pattern`` match somewhere in the concrete string ``text``?"""
         try:
@@ -1053,10 +1062,7 @@ class Converter:
                 elif kw == "format":
                     if not self.strict_format:
                         continue
-                    part = format_expr(v)
-                    if part is None:
-                        self.fail(f"unknown format {v!r}", kw, n.ptr)
-                        continue
+                    part = self.format(v, n.ptr)
                 elif kw == "anyOf":
                     if not isinstance(v, list) or not v:
                         raise SchemaError("anyOf must be a non-empty array", keyword=kw, pointer=n.ptr)
@@ -1102,12 +1108,8 @@ class Converter:
                 if r is not None:
                     parts.append(r)
             if "format" in s and self.strict_format and "format" not in self.ignore:
-                # (kept unnamed: a reference-free string language is built once per process,
-                # whatever schema it comes from -- see standalone_dfa)
-                f = format_expr(s["format"])
-                if f is None:
-                    self.fail(f"unknown format {s['format']!r}", "format", n.ptr)
-                else:
+                f = self.format(s["format"], n.ptr)
+                if f is not None:
                     parts.append(f)
                     patterns_only = False
         if hi is not None and lo > hi:
