@@ -358,6 +358,107 @@ def test_combinators():
     check(False, bad=[b"1", b"null"])
 
 
+_NEGATION_VALUES = [None, True, 0, 1, 2.5, "a", "", [], [1], ["a"], [1, "a"], ["a", 1], [1, 1, 1], [[]],
+                    [None, None], ["a", "a", "a"], [{"a": 1}], {}, {"a": 1}, {"b": 1}, {"c": 1}, {"a": "x"},
+                    {"xa": 1}, {"a": 1, "b": 2}, {"a": 1, "c": 2}, {"a": 1, "xa": 2}, {"a": 1, "b": 2, "c": 3}]
+_DRAFT7 = "http://json-schema.org/draft-07/schema#"
+
+
+@pytest.mark.parametrize("inner", [
+    {"items": {"type": "integer"}},
+    {"type": "array", "items": False},
+    {"$schema": _DRAFT7, "items": [{"type": "integer"}], "additionalItems": False},
+    {"$schema": _DRAFT7, "items": [{"type": "integer"}, {"type": "string"}]},
+    {"$schema": _DRAFT7, "items": [{"type": "integer"}], "additionalItems": True, "maxItems": 2},
+    {"prefixItems": [{"type": "integer"}], "items": False},
+    {"prefixItems": [{"type": "integer"}, {"type": "string"}]},
+    {"contains": {"type": "string"}},
+    {"contains": {"type": "integer"}, "minContains": 2},
+    {"contains": {"type": "integer"}, "maxContains": 1},
+    {"contains": {"type": "integer"}, "minContains": 2, "maxContains": 2},
+    {"contains": {"type": "integer"}, "minContains": 0},
+    {"$schema": _DRAFT7, "contains": {"type": "integer"}, "minContains": 2},
+    {"oneOf": [{"type": "integer"}, {"minimum": 1}]},
+    {"oneOf": [{"type": "array"}, {"items": {"type": "integer"}}, {"maxItems": 1}]},
+    {"if": {"type": "integer"}, "then": {"minimum": 1}, "else": {"type": "string"}},
+    {"if": {"required": ["a"]}, "then": {"required": ["b"]}},
+    {"then": {"required": ["b"]}},
+    {"dependentRequired": {"a": ["b", "c"]}},
+    {"dependentSchemas": {"b": {"required": ["c"]}}},
+    {"$schema": _DRAFT7, "dependencies": {"a": ["b"], "b": {"maxProperties": 1}}},
+    {"type": "array", "uniqueItems": False},
+    {"additionalProperties": False},
+    {"properties": {"a": {}, "b": {}}, "additionalProperties": False},
+    {"properties": {"a": {"type": "integer"}}, "patternProperties": {"^x": {}}, "additionalProperties": False},
+    {"propertyNames": False, "minItems": 2},
+])
+def test_not_of_object_and_array_keywords_is_their_complement_spelled_out(inner):
+    """``not`` of a schema with array, object and combinator keywords: the values that fail one of
+    its keywords (a position of a tuple, an item past none, too few or too many matches of
+    ``contains``, none or two branches of a oneOf, ...). Exact against jsonschema on every value
+    but objects of several members, which it only never accepts wrongly (declared properties are
+    emitted first, whatever the order here)."""
+    schema = {"$schema": inner["$schema"], "not": inner} if "$schema" in inner else {"not": inner}
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    g = json_schema_grammar(schema)
+    for v in _NEGATION_VALUES:
+        accepted, valid = accepts(g, json.dumps(v).encode()), validator.is_valid(v)
+        assert accepted == valid or (isinstance(v, dict) and len(v) > 1 and not accepted), (schema, v)
+
+
+def test_not_beside_a_type_reads_only_that_types_keywords():
+    """Beside ``"type": "array"`` an object keyword's complement is empty (it holds objects only),
+    so a oneOf of open object schemas, which both hold every array, is exact per type: such items
+    hold neither branch exactly once. What stays out of reach is still refused by name."""
+    one_of = [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+              {"properties": {"b": {"type": "string"}}, "additionalProperties": False}]
+    schema = {"type": "array", "items": {"oneOf": one_of}}
+    validator = jsonschema.Draft202012Validator(schema)
+    g = json_schema_grammar(schema)
+    for v in [[], [{"a": 1}], [{"b": "x"}], [{}], [1], ["x"], [[1]], [None], [{"a": "x"}], [{"a": 1}, {"b": "y"}]]:
+        assert accepts(g, json.dumps(v).encode()) == validator.is_valid(v), v
+    for inner, kw in (({"type": "object", "additionalProperties": {"type": "integer"}}, "additionalProperties"),
+                      ({"patternProperties": {"^x": {"type": "integer"}}}, "patternProperties"),
+                      ({"prefixItems": [{}], "items": {"type": "integer"}}, "items"),
+                      ({"oneOf": [{"type": "integer"}] * 5}, "oneOf"),
+                      ({"type": "array", "uniqueItems": True}, "uniqueItems")):
+        with pytest.raises(SchemaError, match=f"'not' of a schema using '{kw}'.*at #/not"):
+            json_schema_grammar({"not": inner})
+
+
+def test_a_member_outside_the_declared_keys_is_asked_for_where_additional_properties_is_negated():
+    """The complement of ``additionalProperties: false`` is an object with a member whose key is
+    none of the declared ones (nor matches a pattern): a declared member of the conjunction around
+    it, or an extra one. Two closed objects that both hold ``{}`` make a oneOf exact so (each branch
+    and a key outside the other's). Checked on every key order of every object over four keys."""
+    keys = ["a", "b", "c", "xa"]
+    objects = [dict(zip(ks, vs)) for n in range(4) for ks in itertools.permutations(keys, n)
+               for vs in itertools.product([1, "s"], repeat=n) if n < 3 or vs == (1,) * n]
+    closed = {"properties": {"a": {"type": "integer"}, "b": {}}, "patternProperties": {"^x": {}},
+              "additionalProperties": False}
+    for schema in ({"not": closed},
+                   {"properties": {"b": {}, "c": {}}, "required": ["c"], "not": closed},
+                   {"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False},
+                              {"type": "object", "properties": {"b": {}}, "additionalProperties": False}]},
+                   # (two complements on one object: its members read once per set of them met)
+                   {"not": {"anyOf": [closed, {**closed, "properties": {"c": {}}}]}},
+                   {"oneOf": [{"properties": {"a": {}}, "additionalProperties": False},
+                              {"properties": {"b": {}}, "additionalProperties": False}, {"required": ["c"]}]}):
+        validator = jsonschema.Draft202012Validator(schema)
+        g = json_schema_grammar(schema)
+        for v in [*objects, 1, "s", [], None]:
+            accepted, valid = accepts(g, json.dumps(v).encode()), validator.is_valid(v)
+            assert not accepted or valid, (schema, v)
+            if valid and not accepted:  # (declared properties come first: another order must be accepted)
+                assert any(accepts(g, json.dumps(dict(p)).encode()) for p in itertools.permutations(v.items())), (
+                    schema, v)
+    # what is not enforced so is refused, by name
+    for schema, message in (({"type": "object", "minProperties": 2, "not": closed}, "beside minProperties"),
+                            ({"not": {"anyOf": [{**closed, "properties": {k: {}}} for k in "abcd"]}}, "more than 3")):
+        with pytest.raises(SchemaError, match=message):
+            json_schema_grammar(schema)
+
+
 def test_a_member_no_value_satisfies_is_left_out_or_leaves_no_object():
     """A property whose value schema nothing satisfies: optional, the member is left out (its key
     no rule spells, other than among the keys extra members may not have); required, no object."""
@@ -637,6 +738,11 @@ def test_number_bounds_match_brute_force():
         {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "const": 3},  # (no const in draft 4)
         {"$schema": "http://json-schema.org/draft-04/schema#",
          "oneOf": [{"type": "integer", "enum": [6, -1]}, {"type": "integer", "enum": [-1, 12]}]},
+        # (a number that is not an integer, in draft 4: any numeral with a fraction or exponent)
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "not": {"type": "integer"}},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "oneOf": [{"type": "integer"}, {"minimum": 2}]},
+        {"$schema": "http://json-schema.org/draft-04/schema#",  # (split per type: the objects overlap)
+         "oneOf": [{"type": "number", "maximum": 12}, {"type": "object"}, {"type": "object", "required": ["a"]}]},
     ]
     numerals = ["0", "-0", "1", "-1", "0.5", "0.50", "2.25", "2.250", "2.2501", "3", "9", "10", "12", "13",
                 "-3", "-4", "-1.0", "0.75", "1e2", "1E-1", "-2.5", "6.0", "100", "1.5"]

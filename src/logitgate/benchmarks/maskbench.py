@@ -32,7 +32,8 @@ DEFAULT_DATA = Path("..") / "shared" / "data" / "maskbench"
 def add_file_arguments(p: argparse.ArgumentParser, sample_help: str = "random sample of N files") -> None:
     """``--files``, ``--data-dir``, ``--sample``, ``--seed``: which MaskBench files (see :func:`select_files`)."""
     p.add_argument("--files", nargs="*", default=None,
-                   help=f"MaskBench JSON files or globs (default: {DEFAULT_DATA}/*.json)")
+                   help=f"MaskBench JSON files or globs, or names of files in --data-dir "
+                        f"(default: {DEFAULT_DATA}/*.json)")
     p.add_argument("--data-dir", default=str(DEFAULT_DATA), help="folder of MaskBench files")
     p.add_argument("--sample", type=int, default=None, help=sample_help)
     p.add_argument("--seed", type=int, default=0, help="seed of the file sample")
@@ -50,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def select_files(args: argparse.Namespace) -> list[Path]:
     if args.files:
-        paths = sorted({Path(f) for pat in args.files for f in (glob.glob(pat) or [pat])})
+        paths = sorted({Path(f) for pat in args.files for f in _matching(pat, args.data_dir)})
     else:
         paths = sorted(Path(args.data_dir).glob("*.json"))
     if not paths:
@@ -58,6 +59,14 @@ def select_files(args: argparse.Namespace) -> list[Path]:
     if args.sample is not None and args.sample < len(paths):
         paths = sorted(random.Random(args.seed).sample(paths, args.sample))
     return paths
+
+
+def _matching(pattern: str, data_dir: str) -> list[str]:
+    """Files ``pattern`` names: a path or glob, else one inside ``data_dir`` (a file's name)."""
+    hits = glob.glob(pattern) or glob.glob(str(Path(data_dir) / pattern))
+    if not hits:
+        raise SystemExit(f"no MaskBench file matches {pattern!r} (nor {Path(data_dir) / pattern})")
+    return hits
 
 
 def progress(iterable, total: int, desc: str):

@@ -23,6 +23,7 @@ from ..regex import regex_expr
 from . import lengths
 from . import numbers as num
 from .arrays import build_array
+from .complement import ARRAY_KEYWORDS, OBJECT_KEYWORDS, keyword_complement, member_outside
 from .disjoint import ANNOTATIONS, KNOWN_KEYWORDS, disjoint
 from .formats import format_expr
 from .lengths import counted_content, or_null, string_value
@@ -119,11 +120,7 @@ _SCALAR_KEYS = frozenset({"type", "title", "description", "default", "examples",
                          "readOnly", "writeOnly"})
 _STR_KWS = frozenset({"minLength", "maxLength", "pattern", "format"})
 #: keywords that constrain objects or arrays only (a string or number satisfies them whatever they say)
-_STRUCTURE_KWS = frozenset({
-    "properties", "patternProperties", "additionalProperties", "required", "propertyNames", "minProperties",
-    "maxProperties", "dependentRequired", "dependentSchemas", "dependencies", "unevaluatedProperties",
-    "items", "prefixItems", "additionalItems", "contains", "minContains", "maxContains", "minItems", "maxItems",
-    "uniqueItems", "unevaluatedItems"})
+_STRUCTURE_KWS = OBJECT_KEYWORDS | ARRAY_KEYWORDS
 #: keywords a string satisfies whatever they say, and those a conjunction's nodes spell out already
 #: (a string language skips them; ``then``/``else`` are read with their ``if``)
 _VACUOUS_FOR_STRINGS = _STRUCTURE_KWS | _NUM_KWS | {"type", "minLength", "maxLength", "$ref", "allOf", "then", "else"}
@@ -483,8 +480,9 @@ class Converter:
                 if kw in n.schema and kw not in n.consumed and kw not in self.ignore:
                     return self.dependencies(nodes, idx, kw)
         for idx, n in enumerate(nodes):
-            if "not" in n.schema and "not" not in self.ignore and "not" not in n.consumed:
-                r = self.negate(n.schema["not"], n.base, f"{n.ptr}/not")
+            if ("not" in n.schema and "not" not in self.ignore and "not" not in n.consumed
+                    and member_outside(n.schema) is None):  # (that one the object builder enforces)
+                r = self.negate(n.schema["not"], n.base, f"{n.ptr}/not", types=self.allowed_types(nodes))
                 if r is None:
                     continue
                 if r == "all":
@@ -653,7 +651,7 @@ class Converter:
                         for i, f in enumerate(fs)
                     ))
                     e, rules = num.number_expr(exactly, rule_prefix=self.new_name("n"),
-                                               plain_integers=self.draft == "draft4" and t == "integer")
+                                               **self._numeral_shape(frozenset({t})))
                     self.rules.update(rules)
                     parts.append(e)
                 continue
@@ -711,7 +709,7 @@ class Converter:
             return self.value(b2)
         if self.expand(then_s, n.base, f"{n.ptr}/then", b1) and not self.excluded(b1):
             out.append(self.value(b1))
-        neg = self.negate(cond, n.base, f"{n.ptr}/if", keyword="if")
+        neg = self.negate(cond, n.base, f"{n.ptr}/if", keyword="if", types=self.allowed_types(rest))
         b2 = list(rest)
         if neg is None:
             return self.union(out)  # (only when 'if' is ignored)
@@ -785,8 +783,12 @@ class Converter:
         that exclude one another make most of their combinations so)."""
         return alt(*(v for v in values if not self.is_empty(v)))
 
-    def negate(self, schema: Any, base: str, ptr: str, keyword: str = "not") -> Negation | str | None:
-        """The complement of ``schema`` when its keywords are type, value, numeric or string ones."""
+    def negate(self, schema: Any, base: str, ptr: str, keyword: str = "not",
+               types: frozenset[str] = ALL_TYPES) -> Negation | str | None:
+        """The complement of ``schema`` when its keywords are type, value, numeric or string ones,
+        else spelled keyword by keyword (:meth:`de_morgan`) among values of ``types`` (the JSON
+        types the conjunction it is part of allows: an object keyword's complement holds objects
+        only, so beside ``"type": "array"`` it is empty)."""
         if schema is True:
             return "all"
         if schema is False:
@@ -798,7 +800,7 @@ class Converter:
         bad = [k for nd in nodes for k in nd.schema if k not in allowed and _is_keyword(k)
                and k not in self.ignore and k not in nd.consumed]
         if bad:
-            pos = self.de_morgan(schema, nodes, keyword, ptr)
+            pos = self.de_morgan(schema, nodes, keyword, ptr, types)
             if pos is not None:
                 return Negation(set(), [], positive=pos)
             self.fail(f"'{keyword}' of a schema using {bad[0]!r} cannot be enforced exactly", keyword, ptr)
@@ -823,9 +825,12 @@ class Converter:
             out.num_formulas.append(self.num_formula(nodes, frozenset(types)))
         return out
 
-    def de_morgan(self, key_schema: Any, nodes: list[Node], keyword: str, ptr: str) -> Any:
-        """A schema for the complement of the conjunction ``nodes``, keyword group by group."""
-        k = ("neg", id(key_schema))
+    def de_morgan(self, key_schema: Any, nodes: list[Node], keyword: str, ptr: str,
+                  types: frozenset[str] = ALL_TYPES) -> Any:
+        """A schema for the complement of the conjunction ``nodes`` among values of ``types``: the
+        ``not`` of its type, value, number and string keywords, or of one of its other keywords
+        (see :mod:`.complement`)."""
+        k = ("neg", id(key_schema), types)
         if k in self._synthetic:
             return self._synthetic[k]
         basic_kws = _NUM_KWS | _STR_KWS | {"type", "const", "enum"}
@@ -840,28 +845,11 @@ class Converter:
                     continue
                 if kw in ("$ref", "allOf") or not _is_keyword(kw):
                     continue
-                if kw == "required" and isinstance(v, list):
-                    branches.extend({"type": "object", "properties": {r: False}} for r in v)
-                elif kw == "properties" and isinstance(v, dict):
-                    branches.extend({"type": "object", "required": [p], "properties": {p: {"not": ps}}}
-                                    for p, ps in v.items())
-                elif kw == "anyOf" and isinstance(v, list):
-                    branches.append({"allOf": [{"not": x} for x in v]})
-                elif kw == "not":
-                    branches.append(v)
-                elif kw in ("minProperties", "maxProperties", "minItems", "maxItems"):
-                    flip = {"minProperties": "maxProperties", "maxProperties": "minProperties",
-                            "minItems": "maxItems", "maxItems": "minItems"}[kw]
-                    t = "object" if "Properties" in kw else "array"
-                    if not isinstance(v, int) or isinstance(v, bool):
-                        return None
-                    if kw.startswith("min") and v > 0:
-                        branches.append({"type": t, flip: v - 1})
-                    elif kw.startswith("max"):
-                        branches.append({"type": t, flip: v + 1})
-                else:
+                extra = keyword_complement(kw, v, sch, self.draft, self.ignore, types)
+                if extra is None:
                     self.fail(f"'{keyword}' of a schema using {kw!r} cannot be enforced exactly", keyword, ptr)
                     return None
+                branches.extend(extra)
         pos: Any = {"anyOf": branches} if branches else False
         self._synthetic[k] = pos
         self._keep.append(key_schema)
@@ -941,9 +929,7 @@ class Converter:
             atoms.append(num.Not(fx))
         formula = num.And(tuple(atoms)) if len(atoms) > 1 else formula
         prefix = self.new_name("n")
-        # draft 4: an integer is a numeral without a fraction or exponent (2.0 is a number only)
-        plain = self.draft == "draft4" and "fraction" not in types
-        e, rules = num.number_expr(formula, rule_prefix=prefix, plain_integers=plain)
+        e, rules = num.number_expr(formula, rule_prefix=prefix, **self._numeral_shape(types))
         self.rules.update(rules)
         return e
 
@@ -984,9 +970,17 @@ class Converter:
         has_int, has_frac = "integer" in types, "fraction" in types
         if has_int and not has_frac:
             atoms.append(num.MultipleOf(Fraction(1)))
-        elif has_frac and not has_int:
+        elif has_frac and not has_int and self.draft != "draft4":  # (draft 4: by spelling, _numeral_shape)
             atoms.append(num.Not(num.MultipleOf(Fraction(1))))
         return num.And(tuple(atoms)) if atoms else num.TRUE
+
+    def _numeral_shape(self, types: frozenset) -> dict[str, bool]:
+        """Draft 4 tells integers from other numbers by spelling, not value: an integer is a
+        numeral without a fraction or exponent (``2.0`` is a number only). The ``number_expr``
+        options that say so for numbers of ``types``."""
+        if self.draft != "draft4" or ("integer" in types) == ("fraction" in types):
+            return {}
+        return {"plain_integers": True} if "integer" in types else {"decorated": True}
 
     # ------------------------------------------------------------------ strings
     def length_bounds(self, nodes: list[Node]) -> tuple[int, int | None]:

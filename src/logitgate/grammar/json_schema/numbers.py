@@ -395,7 +395,7 @@ class _DFA:
     final: list[bool]
 
 
-def _build_dfa(formula: Formula, plain_integers: bool = False) -> _DFA:
+def _build_dfa(formula: Formula, plain_integers: bool = False, decorated: bool = False) -> _DFA:
     """The minimal numeral automaton of ``formula``.
 
     Each atom's machine is explored alone (a few states: a comparator's, or a remainder's), then
@@ -409,7 +409,8 @@ def _build_dfa(formula: Formula, plain_integers: bool = False) -> _DFA:
     _atoms(formula, atoms, where)
     machines = [_RangeMachine(a) if isinstance(a, Range) else _MultipleMachine(a) for a in atoms]
     allow_exp = all(m.exponent_ok for m in machines)
-    parts = [_explore(m, allow_exp, plain_integers) for m in machines] or [_explore(None, allow_exp, plain_integers)]
+    parts = ([_explore(m, allow_exp, plain_integers, decorated) for m in machines]
+             or [_explore(None, allow_exp, plain_integers, decorated)])
     if len(parts) == 1:
         trans, states = parts[0][0], np.arange(parts[0][0].shape[0], dtype=np.int32)[:, None]
     else:
@@ -439,11 +440,13 @@ def _evaluate_all(f: Formula, values: dict[int, np.ndarray], n: int) -> np.ndarr
     return np.full(n, f.value)
 
 
-def _explore(machine, allow_exp: bool, plain_integers: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _explore(machine, allow_exp: bool, plain_integers: bool,
+             decorated: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One atom's numeral automaton (its machine, or none: the numerals alone): ``(trans, final,
-    holds)``, its table over the symbols (start 0), whether each state is at the end of a numeral,
-    and whether the atom holds for the numeral read there. Every atom's automaton moves in the
-    same phases on the same symbols, so their product's states agree on the phase."""
+    holds)``, its table over the symbols (start 0), whether each state is at the end of a numeral
+    (of one with a fraction or an exponent, if ``decorated``), and whether the atom holds for the
+    numeral read there. Every atom's automaton moves in the same phases on the same symbols, so
+    their product's states agree on the phase."""
 
     def step(state, sym: int):
         phase, sub = state
@@ -535,7 +538,8 @@ def _explore(machine, allow_exp: bool, plain_integers: bool) -> tuple[np.ndarray
             if nxt is not None:
                 row[sym] = state_id(nxt)
         rows.append(row)
-    final = np.array([s[0] in _FINAL_PHASES for s in order], dtype=bool)
+    ends = _FINAL_PHASES - {_I0, _I1} if decorated else _FINAL_PHASES
+    final = np.array([s[0] in ends for s in order], dtype=bool)
     return np.array(rows, dtype=np.int32), final, np.array([holds(s) for s in order], dtype=bool)
 
 
@@ -627,24 +631,25 @@ def _emit(d: _DFA, rule_prefix: str) -> tuple[Expr, dict[str, Expr]]:
     return start, rules
 
 
-def number_expr(formula: Formula, rule_prefix: str = "num",
-                plain_integers: bool = False) -> tuple[Expr, dict[str, Expr]]:
+def number_expr(formula: Formula, rule_prefix: str = "num", plain_integers: bool = False,
+                decorated: bool = False) -> tuple[Expr, dict[str, Expr]]:
     """IR for the JSON numerals whose value satisfies ``formula``.
 
     Returns ``(expr, rules)``: ``rules`` holds right-linear helper rules named
     ``{rule_prefix}.q<N>`` (empty unless the automaton has non-trivial cycles, as
     remainder automata for ``MultipleOf`` do); add them to the grammar. ``plain_integers``
-    keeps only numerals without a fraction or exponent (draft 4's integers: ``1.0`` is not one).
+    keeps only numerals without a fraction or exponent (draft 4's integers: ``1.0`` is not one),
+    ``decorated`` only those with one (draft 4's numbers that are not integers: ``1.0`` is one).
     """
-    key = (formula, "plain integers") if plain_integers else formula
+    key = (formula, "plain integers") if plain_integers else (formula, "decorated") if decorated else formula
     hit = _EXPR_CACHE.get(key)
     if hit is None:
-        bounds = _integer_bounds(formula)
+        bounds = None if decorated else _integer_bounds(formula)
         if bounds is not None:  # (the common case, spelled directly: the same language)
             e = _integer_range_expr(*bounds, plain_integers)
             _EXPR_CACHE[key] = e
             return e, {}
-        d = _build_dfa(formula, plain_integers)
+        d = _build_dfa(formula, plain_integers, decorated)
         e, rules = _emit(d, rule_prefix)
         if len(_EXPR_CACHE) >= _EXPR_CACHE_SIZE:
             _EXPR_CACHE.pop(next(iter(_EXPR_CACHE)))
