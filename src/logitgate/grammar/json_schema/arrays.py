@@ -1,5 +1,6 @@
 """Arrays: ``prefixItems``/``items`` (and draft-07 ``items`` arrays + ``additionalItems``),
-``min/maxItems``, ``contains`` with ``min/maxContains`` and ``uniqueItems`` where exact."""
+``min/maxItems``, ``contains`` with ``min/maxContains`` (several of them counted together) and
+``uniqueItems`` where exact."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["build_array"]
 
 MAX_ARRAY_STATES = 20_000
+#: ``contains`` keywords of one array at most (each item is read in 2**n ways: which it matches)
+MAX_CONTAINS = 3
 MAX_UNIQUE_VALUES = 10
 
 
@@ -98,9 +101,10 @@ def build_array(cv: Converter, nodes: list[Node]) -> Expr:
     if unique and (limit is None or limit > 1):
         return _unique_array(cv, nodes, comps, contains, plen, min_i, limit, en)
 
-    if len(contains) > 1:
-        cv.fail("several 'contains' keywords cannot be combined exactly", "contains", contains[1][3].ptr)
-        contains = contains[:1]
+    if len(contains) > MAX_CONTAINS:
+        cv.fail(f"more than {MAX_CONTAINS} 'contains' keywords cannot be combined exactly", "contains",
+                contains[MAX_CONTAINS][3].ptr)
+        contains = contains[:MAX_CONTAINS]
 
     evals: dict[int, Expr] = {}
 
@@ -131,47 +135,48 @@ def build_array(cv: Converter, nodes: list[Node]) -> Expr:
             rest = alt(EMPTY, nxt) if i >= min_i else nxt
         return seq(lit("["), rest, ws, lit("]"))
 
-    cschema, cmin, cmax, cnode = contains[0]
-    c_nodes_cache: dict[int, Expr] = {}
-    nc_nodes_cache: dict[int, Expr] = {}
-
-    def ev_c(i: int) -> Expr:
-        k = min(i, plen)
-        if k not in c_nodes_cache:
-            base = en(k)
-            sub = None if base is None else list(base)
-            if sub is not None and not cv.expand(cschema, cnode.base, f"{cnode.ptr}/contains", sub):
-                sub = None
-            c_nodes_cache[k] = cv.child_value(sub)
-        return c_nodes_cache[k]
-
-    def ev_nc(i: int) -> Expr:
-        if cmax is None:
-            return ev(i)
-        k = min(i, plen)
-        if k not in nc_nodes_cache:
-            base = en(k)  # (a Node made by its own class: the converter module imports this one)
-            sub = None if base is None else [*base, type(cnode)(cv.synthetic_not(cschema), cnode.base,
-                                                                f"{cnode.ptr}/contains")]
-            nc_nodes_cache[k] = cv.child_value(sub)
-        return nc_nodes_cache[k]
-
-    if cmax is not None and cmin > cmax:
-        return NOTHING
+    # Several ``contains``: a state is (position, matches of each so far, each capped where its
+    # count stops mattering); an item counts as a match of the contains in a chosen subset and
+    # holds their schemas, and the negation of each other one with a maxContains (one without
+    # may match uncounted: a count at least its minimum has a path that counts enough).
+    for _, cmin, cmax, _ in contains:
+        if cmax is not None and cmin > cmax:
+            return NOTHING
+    caps = [cmin if cmax is None else cmax + 1 for _, cmin, cmax, _ in contains]
     icap = max(plen, min_i, 1) if limit is None else limit
-    ccap = cmin if cmax is None else cmax + 1
-    prefix = cv.new_name("a")
-    made: dict[tuple[int, int], Expr] = {}
-    pending: list[tuple[int, int]] = []
+    variants: dict[tuple[int, int], Expr] = {}
 
-    def state(i: int, c: int) -> Expr:
-        c = min(c, ccap)
+    def ev_with(i: int, chosen: int) -> Expr:  # the item at ``i`` matching exactly the ``chosen`` counted ones
+        k = (min(i, plen), chosen)
+        if k not in variants:
+            base = en(k[0])
+            sub = None if base is None else list(base)
+            for j, (cschema, _, cmax, cnode) in enumerate(contains):
+                if sub is None:
+                    break
+                if chosen >> j & 1:
+                    if not cv.expand(cschema, cnode.base, f"{cnode.ptr}/contains", sub):
+                        sub = None
+                elif cmax is not None:  # (a Node made by its own class: the converter module imports this one)
+                    sub.append(type(cnode)(cv.synthetic_not(cschema), cnode.base, f"{cnode.ptr}/contains"))
+            variants[k] = ev(i) if chosen == 0 and not any(c[2] is not None for c in contains) else cv.child_value(sub)
+        return variants[k]
+
+    prefix = cv.new_name("a")
+    made: dict[tuple[int, tuple[int, ...]], Expr] = {}
+    pending: list[tuple[int, tuple[int, ...]]] = []
+
+    def satisfied(counts: tuple[int, ...]) -> bool:
+        return all(c >= cmin and (cmax is None or c <= cmax) for c, (_, cmin, cmax, _) in zip(counts, contains))
+
+    def state(i: int, counts: tuple[int, ...]) -> Expr:
+        counts = tuple(min(c, cap) for c, cap in zip(counts, caps))
         if limit is None:
             i = min(i, icap)
-        if cmax is not None and c > cmax:
+        if any(cmax is not None and c > cmax for c, (_, _, cmax, _) in zip(counts, contains)):
             return NOTHING
-        if cmax is None and c >= cmin and i >= plen:
-            # contains satisfied: the rest is a plain tail
+        if i >= plen and all(cmax is None for _, _, cmax, _ in contains) and satisfied(counts):
+            # every contains satisfied, none bounded above: the rest is a plain tail
             lo = max(0, min_i - i)
             hi = None if limit is None else limit - i
             if hi is not None and hi < 0:
@@ -181,27 +186,28 @@ def build_array(cv: Converter, nodes: list[Node]) -> Expr:
                 seq(sep_first, ev(i), repeat(seq(sep_more, ev(i)), max(lo - 1, 0), None if hi is None else hi - 1))
                 if hi is None or hi >= 1 else NOTHING,
             )
-        key = (i, c)
+        key = (i, counts)
         if key not in made:
             if len(made) > MAX_ARRAY_STATES:
                 raise LimitExceededError("array automaton too large", limit="max_array_states")
-            made[key] = Ref(f"{prefix}.p{i}_{c}")
+            made[key] = Ref(f"{prefix}.p{i}_{'_'.join(map(str, counts))}")
             pending.append(key)
         return made[key]
 
-    def body(i: int, c: int) -> Expr:
+    def body(i: int, counts: tuple[int, ...]) -> Expr:
         opts: list[Expr] = []
-        if i >= min_i and c >= cmin and (cmax is None or c <= cmax):
+        if i >= min_i and satisfied(counts):
             opts.append(EMPTY)
         if limit is None or i < limit:
-            opts.append(seq(sep(i), ev_c(i), state(i + 1, c + 1)))
-            opts.append(seq(sep(i), ev_nc(i), state(i + 1, c)))
+            for chosen in range((1 << len(contains)) - 1, -1, -1):  # (the matching variants first)
+                nxt = tuple(c + (chosen >> j & 1) for j, c in enumerate(counts))
+                opts.append(seq(sep(i), ev_with(i, chosen), state(i + 1, nxt)))
         return alt(*opts)
 
-    start = state(0, 0)
+    start = state(0, (0,) * len(contains))
     while pending:
-        i, c = pending.pop()
-        cv.rules[f"{prefix}.p{i}_{c}"] = body(i, c)
+        i, counts = pending.pop()
+        cv.rules[f"{prefix}.p{i}_{'_'.join(map(str, counts))}"] = body(i, counts)
     return seq(lit("["), start, ws, lit("]"))
 
 
