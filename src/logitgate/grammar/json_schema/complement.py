@@ -9,10 +9,11 @@ builds like any other (they may hold ``not`` again, of the keyword's own subsche
 :func:`keyword_complement` gives None where spelling it needs what JSON Schema cannot say (an
 object member, or an array item past a position, failing a subschema).
 
-One such complement has a spelling of its own: "some member whose key is outside the declared
-properties and patterns" (the complement of ``additionalProperties: false``) is
-``{"type": "object", "not": {...}}`` of those keys with :data:`SOME_MEMBER_OUTSIDE` beside the
-``not``, which the object builder enforces itself (:func:`member_outside`) and ``jsonschema``
+The complements of ``additionalProperties``, ``patternProperties`` and ``propertyNames`` ask
+for *some member* (a key outside the declared ones, or matching a pattern, with a value that
+fails a schema; a key that fails ``propertyNames``), which no JSON Schema keyword says: each is
+spelled ``{"type": "object", "not": {<the one keyword>}}`` with :data:`SOME_MEMBER` beside the
+``not``, which the object builder enforces itself (:func:`some_member`) and ``jsonschema``
 reads as the plain ``not`` it is.
 
 Example::
@@ -24,13 +25,25 @@ Example::
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["ARRAY_KEYWORDS", "COMPANIONS", "MAX_ONE_OF_BRANCHES", "OBJECT_KEYWORDS", "SOME_MEMBER_OUTSIDE",
-           "keyword_complement", "member_outside"]
+__all__ = ["ARRAY_KEYWORDS", "COMPANIONS", "MAX_ONE_OF_BRANCHES", "OBJECT_KEYWORDS", "SOME_MEMBER", "SomeMember",
+           "keyword_complement", "some_member"]
 
-#: beside ``not`` (the shape :func:`member_outside` reads): the object builder enforces that ``not``
-SOME_MEMBER_OUTSIDE = "$logitgate:someMemberOutside"
+#: beside ``not`` (the shapes :func:`some_member` reads): the object builder enforces that ``not``
+SOME_MEMBER = "$logitgate:someMember"
+
+
+class SomeMember(NamedTuple):
+    """An object has a member whose key is of ``kind`` -- ``"outside"``: none of ``names`` and
+    matching none of ``patterns``; ``"pattern"``: matching ``patterns[0]``; ``"name"``: failing
+    ``key_schema`` -- and whose value fails ``fails`` (``False``: any value)."""
+
+    kind: str
+    names: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ()
+    key_schema: Any = None
+    fails: Any = False
 
 #: keywords that constrain objects only, and arrays only (any other value satisfies them)
 OBJECT_KEYWORDS = frozenset({
@@ -99,43 +112,57 @@ def keyword_complement(kw: str, v: Any, schema: dict, draft: str, ignore: set[st
         return _contains(v, schema, draft, ignore)
     if kw == "uniqueItems":
         return [] if v is False else None
-    if kw == "additionalProperties" and v is False:
-        return _member_outside(schema, ignore)
-    if kw in ("additionalProperties", "propertyNames"):
-        # (false: any member fails it)
-        return [] if v is True else [{"type": "object", "minProperties": 1}] if v is False else None
-    if kw == "patternProperties":  # (no value fails a pattern's schema that is true)
-        return [] if isinstance(v, dict) and all(ps is True or ps == {} for ps in v.values()) else None
+    if kw == "additionalProperties":
+        return [] if v is True else _member_outside(schema, ignore, v)
+    if kw == "patternProperties":  # (a member matching a pattern whose value fails its schema)
+        if not isinstance(v, dict):
+            return None
+        return [_some({"patternProperties": {p: ps}}) for p, ps in v.items() if ps is not True and ps != {}]
+    if kw == "propertyNames":  # (a key that fails it)
+        if v is True or v == {}:
+            return []
+        return [{"type": "object", "minProperties": 1}] if v is False else [_some({"propertyNames": v})]
     return None
 
 
-def _member_outside(schema: dict, ignore: set[str]) -> list[Any] | None:
+def _some(inner: dict) -> dict:
+    return {"type": "object", "not": inner, SOME_MEMBER: True}
+
+
+def _member_outside(schema: dict, ignore: set[str], v: Any) -> list[Any] | None:
     """Objects with a member whose key is none of ``schema``'s properties and matches none of its
-    patterns (the complement of ``additionalProperties: false`` beside them)."""
+    patterns, and whose value fails ``v`` (the complement of ``additionalProperties: v``)."""
     props = schema.get("properties", {}) if "properties" not in ignore else {}
     pats = schema.get("patternProperties", {}) if "patternProperties" not in ignore else {}
     if not isinstance(props, dict) or not isinstance(pats, dict):
         return None
-    if not props and not pats:
+    if not props and not pats and v is False:
         return [{"type": "object", "minProperties": 1}]
-    slots = {"properties": dict.fromkeys(props, True), "patternProperties": dict.fromkeys(pats, True),
-             "additionalProperties": False}
-    return [{"type": "object", "not": slots, SOME_MEMBER_OUTSIDE: True}]
+    return [_some({"properties": dict.fromkeys(props, True), "patternProperties": dict.fromkeys(pats, True),
+                   "additionalProperties": v})]
 
 
-def member_outside(schema: Any) -> tuple[list[str], list[str]] | None:
-    """``(names, patterns)`` when ``schema`` says "some member's key is none of ``names`` and
-    matches none of ``patterns``" in the spelling :func:`keyword_complement` gives it, else None."""
-    if type(schema) is not dict or schema.get(SOME_MEMBER_OUTSIDE) is not True:
+def some_member(schema: Any) -> SomeMember | None:
+    """The member ``schema`` asks for when it is spelled as :func:`keyword_complement` spells
+    "some member" (:data:`SOME_MEMBER` beside a ``not`` of one object keyword), else None."""
+    if type(schema) is not dict or schema.get(SOME_MEMBER) is not True:
         return None
     inner = schema.get("not")
-    if type(inner) is not dict or set(inner) != {"properties", "patternProperties", "additionalProperties"}:
+    if type(inner) is not dict:
         return None
-    props, pats = inner["properties"], inner["patternProperties"]
-    if (inner["additionalProperties"] is not False or type(props) is not dict or type(pats) is not dict
-            or any(v is not True for v in (*props.values(), *pats.values()))):
-        return None
-    return list(props), list(pats)
+    keys = set(inner)
+    if keys == {"properties", "patternProperties", "additionalProperties"}:
+        props, pats = inner["properties"], inner["patternProperties"]
+        if type(props) is dict and type(pats) is dict and all(v is True for v in (*props.values(), *pats.values())):
+            return SomeMember("outside", tuple(props), tuple(pats), fails=inner["additionalProperties"])
+    elif keys == {"patternProperties"}:
+        pats = inner["patternProperties"]
+        if type(pats) is dict and len(pats) == 1:
+            ((p, ps),) = pats.items()
+            return SomeMember("pattern", patterns=(p,), fails=ps)
+    elif keys == {"propertyNames"}:
+        return SomeMember("name", key_schema=inner["propertyNames"])
+    return None
 
 
 def _count(v: Any) -> bool:

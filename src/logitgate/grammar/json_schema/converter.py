@@ -10,6 +10,7 @@ conjunction becomes one grammar rule, so recursive references become recursive r
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from ..regex import regex_expr
 from . import lengths
 from . import numbers as num
 from .arrays import build_array
-from .complement import ARRAY_KEYWORDS, OBJECT_KEYWORDS, keyword_complement, member_outside
+from .complement import ARRAY_KEYWORDS, OBJECT_KEYWORDS, keyword_complement, some_member
 from .disjoint import ANNOTATIONS, KNOWN_KEYWORDS, disjoint
 from .formats import format_expr
 from .lengths import counted_content, or_null, string_value
@@ -52,7 +53,11 @@ _TYPE_SCHEMAS = {
 #: the next, 50,640, passes ``CompileLimits.max_nfa_states``; two schemas whose references expand
 #: without end were refused at 200,000 rules after 13 and 17 s (a conversion makes ~12,000 a second).
 MAX_RULES = 50_000
-MAX_ONEOF_RULES = 2_000
+#: conjunctions an overlapping oneOf's "this branch and not the others" may spell out (each a rule):
+#: past this the grammar takes seconds to build (MaskBench's ``Github_medium---o46145``, 1,970 of
+#: them with complements of arrays and objects nested four deep: 3 s); the most any file that
+#: converts makes is 1,022 (``JsonSchemaStore---semgrep``, compiled in 0.44 s)
+MAX_ONEOF_RULES = 1_500
 #: values being built inside one another at most (nested properties and items, and the branches of
 #: anyOf/oneOf a value distributes over): deeper is a schema that expands without end
 MAX_OPEN_VALUES = 100
@@ -177,6 +182,7 @@ class Converter:
         self._checked: dict[int, Any] = {}  # schema objects check_keywords passed, by identity
         self._no_candidate: dict[tuple, bool] = {}  # see excluded
         self._languages: dict[tuple, Expr | None] = {}  # see string_language
+        self._same: dict[tuple[int, int], tuple[Any, Any, bool]] = {}  # see _same_json
 
     # ------------------------------------------------------------------ helpers
     def fail(self, message: str, keyword: str, pointer: str) -> None:
@@ -481,7 +487,7 @@ class Converter:
                     return self.dependencies(nodes, idx, kw)
         for idx, n in enumerate(nodes):
             if ("not" in n.schema and "not" not in self.ignore and "not" not in n.consumed
-                    and member_outside(n.schema) is None):  # (that one the object builder enforces)
+                    and some_member(n.schema) is None):  # (that one the object builder enforces)
                 r = self.negate(n.schema["not"], n.base, f"{n.ptr}/not", types=self.allowed_types(nodes))
                 if r is None:
                     continue
@@ -656,15 +662,19 @@ class Converter:
                     parts.append(e)
                 continue
             if t in ("object", "array") and len(bt) <= 6:
-                # exactly one: branch i and not any other branch (negations in De Morgan form)
+                # exactly one: branch i and not any other branch it may overlap (negations in De
+                # Morgan form; a branch disjoint from i is excluded by i already, and each negation
+                # spelled out multiplies the conjunctions i is distributed into)
                 outer = self._neg_start is None
                 if outer:
                     self._neg_start = len(self.memo)
                 try:
-                    for i, rb in zip(bi, restricted):
+                    apart = {(a, b) for a, b in itertools.combinations(range(len(bi)), 2)
+                             if disjoint(self, restricted[a], restricted[b])}
+                    for a, (i, rb) in enumerate(zip(bi, restricted)):
                         conj = list(rb)
-                        for j in bi:
-                            if j != i:
+                        for b, j in enumerate(bi):
+                            if j != i and (min(a, b), max(a, b)) not in apart:
                                 conj.append(Node(self.synthetic_not(raws[j]), n.base, f"{n.ptr}/oneOf/{j}"))
                         parts.append(self.value(conj))
                 finally:
@@ -763,9 +773,38 @@ class Converter:
             none = self._no_candidate.get(key)
             if none is None:
                 none = self._no_candidate[key] = self._no_candidate_for(name, holders)
-            if none:
+            if none or (len(holders) > 1 and self._fails_its_own_schema(name, holders)):
                 return True
         return False
+
+    def _fails_its_own_schema(self, name: str, holders: list[Node]) -> bool:
+        """Whether one of ``holders`` says property ``name`` fails a schema (``{"not": X}``) another
+        gives it (``X``, equal as JSON and read from the same base): the complement of a branch's
+        property beside a branch that declares it alike, as an overlapping oneOf of objects spells
+        "this branch and not that one" -- each such conjunction, built, is an object of its own."""
+        negated = [(n.base, ps["not"]) for n in holders
+                   if type(ps := n.schema["properties"][name]) is dict and len(ps) == 1 and "not" in ps]
+        if not negated or "not" in self.ignore:
+            return False
+        for n in holders:
+            ps = n.schema["properties"][name]
+            if any(base == n.base and self._same_json(x, ps) for base, x in negated):
+                return True
+        return False
+
+    def _same_json(self, a: Any, b: Any) -> bool:
+        """``a`` and ``b`` are the same JSON (remembered by identity: the schemas are kept alive)."""
+        if a is b:
+            return True
+        key = (id(a), id(b))
+        hit = self._same.get(key)
+        if hit is None or hit[0] is not a or hit[1] is not b:
+            try:
+                same = json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+            except (TypeError, ValueError):
+                same = False
+            hit = self._same[key] = (a, b, same)
+        return hit[2]
 
     def _no_candidate_for(self, name: str, holders: list[Node]) -> bool:
         """Whether property ``name``'s schemas in ``holders`` admit no value: one is ``false``, or

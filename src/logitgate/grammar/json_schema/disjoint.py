@@ -52,9 +52,14 @@ def _prop_values(cv: Converter, nodes: list[Node], name: str) -> list[Any] | Non
 
 
 def _forbids(cv: Converter, nodes: list[Node], name: str) -> bool:
-    """Some node makes property ``name`` impossible (``false`` schema, or no declared/pattern slot)."""
+    """Some node makes property ``name`` impossible (``false`` schema, no declared/pattern slot,
+    or ``not: {"required": [name]}``)."""
     for n in nodes:
         s = n.schema
+        inner = s.get("not")
+        if (type(inner) is dict and inner.get("required") == [name] and "not" not in n.consumed
+                and "not" not in cv.ignore and all(k == "required" or k in ANNOTATIONS for k in inner)):
+            return True
         props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
         if props.get(name) is False:
             return True
@@ -72,6 +77,21 @@ def _forbids(cv: Converter, nodes: list[Node], name: str) -> bool:
     return False
 
 
+def _branches_forbidden(cv: Converter, x: list[Node], y: list[Node]) -> bool:
+    """``x`` has a ``oneOf``/``anyOf`` each of whose branches requires a property ``y`` forbids
+    (one of two spellings of a key required, the other a schema without either)."""
+    for n in x:
+        for kw in ("oneOf", "anyOf"):
+            branches = n.schema.get(kw)
+            if (kw in n.consumed or kw in cv.ignore or type(branches) is not list or not branches
+                    or "required" in cv.ignore):
+                continue
+            if all(type(br) is dict and type(req := br.get("required")) is list
+                   and any(type(r) is str and _forbids(cv, y, r) for r in req) for br in branches):
+                return True
+    return False
+
+
 def disjoint(cv: Converter, a: list[Node], b: list[Node]) -> bool:
     """True only if no JSON value satisfies both conjunctions (False: unknown or overlapping)."""
     for x, y in ((a, b), (b, a)):
@@ -84,7 +104,7 @@ def disjoint(cv: Converter, a: list[Node], b: list[Node]) -> bool:
     if common != {"object"}:
         return False
     for x, y in ((a, b), (b, a)):
-        if any(_forbids(cv, y, p) for p in _required(x)):
+        if any(_forbids(cv, y, p) for p in _required(x)) or _branches_forbidden(cv, x, y):
             return True
     for p in sorted(_required(a) & _required(b)):
         va, vb = _prop_values(cv, a, p), _prop_values(cv, b, p)

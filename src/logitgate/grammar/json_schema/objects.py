@@ -6,9 +6,10 @@ JSON strings that are *not* a declared name (in any spelling). Each extra key's 
 follows the ``patternProperties`` whose patterns match the key, or
 ``additionalProperties`` when none does, exactly: the key space is split by which patterns
 match. ``propertyNames`` restricts every key; ``min/maxProperties`` count members. The
-complement of ``additionalProperties: false`` (see :func:`.complement.member_outside`) asks
-for a member whose key is outside a set: the members are then read once per set of such
-complements met so far (up to :data:`MAX_OUTSIDE` of them on one object).
+complements of ``additionalProperties``, ``patternProperties`` and ``propertyNames`` ask for
+some member (see :func:`.complement.some_member`): the members are then read once per set of
+such requests met so far (up to :data:`MAX_SOME_MEMBER` of them on one object), a member's value
+split where it meets a request only by failing a schema.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import LimitExceededError, SchemaError
 from ..ir import EMPTY, NOTHING, Expr, Ref, alt, and_, lit, not_, repeat, seq
-from .complement import member_outside
+from .complement import SomeMember, some_member
 from .excluded import string_content_except
 from .strings import any_string_content
 
@@ -27,8 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["build_object"]
 
 MAX_PATTERNS = 6
-#: complements of ``additionalProperties: false`` on one object at most (2**n copies of its rules)
-MAX_OUTSIDE = 3
+#: requests for some member on one object at most (2**n copies of its rules)
+MAX_SOME_MEMBER = 3
 MAX_OBJECT_STATES = 20_000
 
 
@@ -45,15 +46,15 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
     required: list[str] = []
     min_p, max_p = 0, None
     pnames: list[Node] = []
-    outside: list[tuple[list[str], list[str], Node]] = []  # (names, patterns, node): see member_outside
+    wanted: list[tuple[SomeMember, Node]] = []  # requests for some member (see some_member)
     for n in nodes:
         s = n.schema
-        if (mo := member_outside(s)) is not None:
-            if len(outside) == MAX_OUTSIDE:
-                cv.fail(f"more than {MAX_OUTSIDE} complements of 'additionalProperties' on one object cannot be "
+        if (sm := some_member(s)) is not None:
+            if len(wanted) == MAX_SOME_MEMBER:
+                cv.fail(f"more than {MAX_SOME_MEMBER} complements of object keywords on one object cannot be "
                         "enforced exactly", "not", n.ptr)
                 continue
-            outside.append((*mo, n))
+            wanted.append((sm, n))
         props = s.get("properties", {}) if "properties" not in ign else {}
         pats = s.get("patternProperties", {}) if "patternProperties" not in ign else {}
         addl = s.get("additionalProperties") if "additionalProperties" not in ign else None
@@ -84,7 +85,8 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
     ws = cv.lex.ws
 
     # ---- declared members
-    members: list[tuple[str, Expr, bool, int]] = []  # (name, member expr, required, complements met)
+    # (name, its member expr by the requests it meets, required)
+    members: list[tuple[str, list[tuple[Expr, int]], bool]] = []
     for k in names:
         sub: list[Node] = []
         ok = True
@@ -107,17 +109,18 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
             if is_req:
                 return NOTHING
             continue
-        val = cv.child_value(sub)
-        if cv.is_empty(val):  # (no value: the member cannot be there)
+        key = cv.lex.str_literal(k)
+        variants = [(seq(key, ws, lit(":"), ws, val), meets) for vsub, meets in _split_value(cv, sub, _key_meets(
+            cv, k, wanted), wanted) if not cv.is_empty(val := cv.child_value(vsub))]
+        if not variants:  # (no value: the member cannot be there)
             if is_req:
                 return NOTHING
             continue
-        member = seq(cv.lex.str_literal(k), ws, lit(":"), ws, val)
-        members.append((k, member, is_req, _outside_mask(cv, k, outside)))
+        members.append((k, variants, is_req))
 
     # ---- extra members
     parts = _extra_parts(cv, comps, names, pnames)
-    extra = _alt_members(cv, parts)
+    extra = _alt_members(cv, [(key, cv.child_value(sub)) for key, sub in parts])
 
     n_req = sum(1 for m in members if m[2])
     if max_p is not None and (n_req > max_p or min_p > max_p):
@@ -127,52 +130,89 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
             max_p = None
         if min_p > len(members):
             return NOTHING
-    if outside:
+    if wanted:
         if max_p is not None or min_p > 1:
-            cv.fail("the complement of 'additionalProperties' beside minProperties/maxProperties cannot be "
-                    "enforced exactly", "not", outside[0][2].ptr)
+            cv.fail("a complement of an object keyword beside minProperties/maxProperties cannot be "
+                    "enforced exactly", "not", wanted[0][1].ptr)
         else:
-            return _members_in_order(cv, members, extra, min_p, _split_extras(cv, parts, outside), len(outside))
+            return _members_in_order(cv, members, extra, min_p, _split_extras(cv, parts, wanted), len(wanted))
     if max_p is None and min_p <= 1:
         return _members_in_order(cv, members, extra, min_p)
     return _members_counted(cv, members, extra, min_p, max_p)
 
 
-def _outside_mask(cv: Converter, key: str, outside: list[tuple[list[str], list[str], Node]]) -> int:
-    """The complements a member with ``key`` meets (bit ``i``: none of the names and patterns of
-    ``outside[i]``)."""
+def _key_meets(cv: Converter, key: str, wanted: list[tuple[SomeMember, Node]]) -> int:
+    """The requests whose key test ``key`` passes (bit ``i`` for ``wanted[i]``)."""
     mask = 0
-    for i, (names, patterns, n) in enumerate(outside):
-        if key not in names and not any(cv.py_search(p, key, "patternProperties", n.ptr) for p in patterns):
+    for i, (sm, n) in enumerate(wanted):
+        if sm.kind == "name":
+            ok = not cv.validates(key, type(n)(sm.key_schema, n.base, f"{n.ptr}/not/propertyNames"))
+        else:
+            hit = any(cv.py_search(p, key, "patternProperties", n.ptr) for p in sm.patterns)
+            ok = hit if sm.kind == "pattern" else key not in sm.names and not hit
+        if ok:
             mask |= 1 << i
     return mask
 
 
-def _split_extras(cv: Converter, parts: list[tuple[Expr, Expr]],
-                  outside: list[tuple[list[str], list[str], Node]]) -> dict[int, Expr]:
-    """The extra members by the complements their keys meet (bit ``i``: a key outside the names
-    and patterns of ``outside[i]``), each set of complements that some key may meet."""
-    keys: list[tuple[Expr, Expr]] = []  # (outside, inside) key content of each complement
-    for names, patterns, n in outside:
-        regexes = [cv.regex(p, "patternProperties", f"{n.ptr}/not/patternProperties") for p in patterns]
+def _key_regions(cv: Converter, wanted: list[tuple[SomeMember, Node]]) -> list[tuple[Expr, Expr]]:
+    """Each request's key test as key content: (the keys that pass it, the others)."""
+    out = []
+    for sm, n in wanted:
+        if sm.kind == "name":
+            sub = cv.nodes_of(sm.key_schema, n.base, f"{n.ptr}/not/propertyNames")
+            content = None if sub is None else _key_language(cv, sub, f"{n.ptr}/not/propertyNames")
+            out.append((any_string_content(), NOTHING) if content is None else (
+                and_(any_string_content(), not_(content)), content))
+            continue
+        regexes = [cv.regex(p, "patternProperties", f"{n.ptr}/not/patternProperties") for p in sm.patterns]
         regexes = [r for r in regexes if r is not None]  # (None: its refusal ignored)
-        keys.append((and_(string_content_except(names), *(not_(r) for r in regexes)),
-                     alt(*(cv.lex.all_spellings(k) for k in names), *regexes)))
-    out: dict[int, Expr] = {}
-    for mask in range(1 << len(outside)):
-        region = [keys[i][0] if mask >> i & 1 else keys[i][1] for i in range(len(outside))]
-        members = _alt_members(cv, [(and_(key, *region), val) for key, val in parts])
-        if members is not None:
-            out[mask] = members
+        if sm.kind == "pattern":
+            out.append((alt(*regexes), and_(any_string_content(), *(not_(r) for r in regexes))))
+        else:
+            out.append((and_(string_content_except(sm.names), *(not_(r) for r in regexes)),
+                        alt(*(cv.lex.all_spellings(k) for k in sm.names), *regexes)))
     return out
 
 
-def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool, int]], extra: Expr | None,
+def _split_value(cv: Converter, sub: list[Node], keyed: int,
+                 wanted: list[tuple[SomeMember, Node]]) -> list[tuple[list[Node], int]]:
+    """A member's value conjunction ``sub`` split by the requests it meets, of those its key
+    passes (``keyed``): one asking for a value that fails a schema splits it in two."""
+    out = [(sub, 0)]
+    for i, (sm, n) in enumerate(wanted):
+        if not keyed >> i & 1:
+            continue
+        if sm.fails is False:
+            out = [(v, m | 1 << i) for v, m in out]
+            continue
+        ptr = f"{n.ptr}/not"  # (a Node made by its own class: the converter module imports this one)
+        fails, holds = type(n)(cv.synthetic_not(sm.fails), n.base, ptr), type(n)(sm.fails, n.base, ptr)
+        out = [w for v, m in out for w in (([*v, fails], m | 1 << i), ([*v, holds], m))]
+    return out
+
+
+def _split_extras(cv: Converter, parts: list[tuple[Expr, list[Node]]],
+                  wanted: list[tuple[SomeMember, Node]]) -> dict[int, Expr]:
+    """The extra members by the requests they meet (bit ``i`` for ``wanted[i]``): each key region
+    (which key tests it passes), its value split by :func:`_split_value`."""
+    regions = _key_regions(cv, wanted)
+    out: dict[int, list[tuple[Expr, Expr]]] = {}
+    for key, sub in parts:
+        for keyed in range(1 << len(wanted)):
+            region = and_(key, *[regions[i][0] if keyed >> i & 1 else regions[i][1] for i in range(len(wanted))])
+            for vsub, meets in _split_value(cv, sub, keyed, wanted):
+                val = cv.child_value(vsub)
+                if not cv.is_empty(val):
+                    out.setdefault(meets, []).append((region, val))
+    return {meets: e for meets, kv in out.items() if (e := _alt_members(cv, kv)) is not None}
+
+
+def _members_in_order(cv: Converter, members: list[tuple[str, list[tuple[Expr, int]], bool]], extra: Expr | None,
                       min_p: int, regions: dict[int, Expr] | None = None, complements: int = 0) -> Expr:
     """The object ``{...}`` with declared members in order, then extra members (no maxProperties;
-    minProperties at most 1); with ``complements`` of ``additionalProperties`` to meet (``regions``:
-    the extra members by those their keys meet, see :func:`_split_extras`), each must be met by
-    some member.
+    minProperties at most 1); with ``complements`` asking for some member (``regions``: the extra
+    members by those they meet, see :func:`_split_extras`), each must be met by some member.
 
     Rule ``k{j}`` is "member ``j`` or, when it is optional, what may come instead": member ``j``
     then what may follow it (the closing brace once no required member is left, or a comma and
@@ -180,13 +220,13 @@ def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool, int]],
     rules is read last where it is read, so the engine builds them into the object's automaton
     once each (:func:`logitgate.engine.rtn._tail_merges`): a separator or a key prefix is read
     by one parser stack, and each member's automaton exists once, whichever member came before.
-    With complements to meet, rules ``q{j}_{m}`` and ``y{m}`` are those read when only the
-    complements of mask ``m`` are met so far (the closing brace only once all are).
+    With requests to meet, rules ``q{j}_{m}`` and ``y{m}`` are those read when only the requests
+    of mask ``m`` are met so far (the closing brace only once all are).
     """
     ws = cv.lex.ws
     n = len(members)
     prefix = cv.new_name("o")
-    full = (1 << complements) - 1  # (every complement met)
+    full = (1 << complements) - 1  # (every request met)
     next_required = [n] * (n + 1)  # first required member at or after k (n: none)
     for k in range(n - 1, -1, -1):
         next_required[k] = k if members[k][2] else next_required[k + 1]
@@ -196,7 +236,7 @@ def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool, int]],
         cv.rules[f"{prefix}.x"] = extras
         extras = Ref(f"{prefix}.x")
 
-    def extras_from(m: int) -> Expr | None:  # the extra members, complements ``m`` met before them
+    def extras_from(m: int) -> Expr | None:  # the extra members, requests ``m`` met before them
         return extras if m == full else Ref(f"{prefix}.y{m}") if regions else None
 
     for m in range(full if regions else 0):  # (a closure calling itself would be a reference cycle)
@@ -222,8 +262,8 @@ def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool, int]],
         return alt(*opts)
 
     for m in range(full + 1):
-        for j, (_, member, required, meets) in enumerate(members):
-            opts = [seq(member, after(j + 1, False, m | meets & full))]
+        for j, (_, variants, required) in enumerate(members):
+            opts = [seq(member, after(j + 1, False, m | meets)) for member, meets in variants]
             skip = None if required else from_(j + 1, m)
             if skip is not None:
                 opts.append(skip)
@@ -231,7 +271,7 @@ def _members_in_order(cv: Converter, members: list[tuple[str, Expr, bool, int]],
     return seq(lit("{"), after(0, True, 0))
 
 
-def _members_counted(cv: Converter, members: list[tuple[str, Expr, bool, int]], extra: Expr | None,
+def _members_counted(cv: Converter, members: list[tuple[str, list[tuple[Expr, int]], bool]], extra: Expr | None,
                      min_p: int, max_p: int | None) -> Expr:
     """The object ``{...}`` when members must be counted (``maxProperties``, ``minProperties`` > 1):
     one rule per (position, members so far)."""
@@ -275,7 +315,8 @@ def _members_counted(cv: Converter, members: list[tuple[str, Expr, bool, int]], 
         return made[key]
 
     def body(i: int, c: int) -> Expr:
-        _, member, is_req, _ = members[i]
+        _, variants, is_req = members[i]
+        member = alt(*(e for e, _ in variants))  # (one: no request to meet where members are counted)
         opts: list[Expr] = []
         if max_p is None or c + 1 <= max_p:
             opts.append(seq(sep_first if c == 0 else sep_more, member, state(i + 1, c + 1)))
@@ -294,9 +335,9 @@ def _esc(token: str) -> str:
     return str(token).replace("~", "~0").replace("/", "~1")
 
 
-def _extra_parts(cv: Converter, comps: list, names: list[str], pnames: list[Node]) -> list[tuple[Expr, Expr]]:
-    """The extra members as (key content, value) pairs, keys that are not declared names split by
-    the patterns they match."""
+def _extra_parts(cv: Converter, comps: list, names: list[str], pnames: list[Node]) -> list[tuple[Expr, list[Node]]]:
+    """The extra members as (key content, value conjunction) pairs, keys that are not declared
+    names split by the patterns they match."""
     patterns: list[tuple[str, str]] = []  # (pattern, pointer)
     for _props, pats, _addl, n in comps:
         for p in pats:
@@ -318,7 +359,7 @@ def _extra_parts(cv: Converter, comps: list, names: list[str], pnames: list[Node
     regexes: list[Expr | None] = []
     for p, ptr in patterns:
         regexes.append(cv.regex(p, "patternProperties", ptr))
-    members: list[tuple[Expr, Expr]] = []
+    members: list[tuple[Expr, list[Node]]] = []
     for mask in range(1 << len(patterns)):
         chosen = {patterns[i][0] for i in range(len(patterns)) if mask >> i & 1}
         sub: list[Node] = []
@@ -344,7 +385,7 @@ def _extra_parts(cv: Converter, comps: list, names: list[str], pnames: list[Node
         if skip:
             continue
         key = and_(*parts) if len(parts) > 1 else parts[0]
-        members.append((cv.shared(key, "k"), cv.child_value(sub)))
+        members.append((cv.shared(key, "k"), sub))
     return members
 
 
