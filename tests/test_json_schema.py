@@ -417,6 +417,9 @@ _DRAFT7 = "http://json-schema.org/draft-07/schema#"
     {"properties": {"a": {}, "b": {}}, "additionalProperties": False},
     {"properties": {"a": {"type": "integer"}}, "patternProperties": {"^x": {}}, "additionalProperties": False},
     {"propertyNames": False, "minItems": 2},
+    {"const": {"a": 1}},  # (a fixed object or array: the complement of the schema holding it alone)
+    {"enum": [[1, "a"], {"a": 1, "b": 2}, {}]},
+    {"$schema": _DRAFT7, "enum": [[1], {"c": 1}], "minItems": 1},
 ])
 def test_not_of_object_and_array_keywords_is_their_complement_spelled_out(inner):
     """``not`` of a schema with array, object and combinator keywords: the values that fail one of

@@ -529,12 +529,37 @@ class Converter:
                 parts.append(value)
         for kind, tag in (("array", "arr"), ("object", "obj")):
             if kind in types:
-                if any(json_key(v)[0] == tag for v in neg.values):
-                    self.fail(f"'not' of a fixed {kind} value cannot be enforced exactly", "not", nodes[0].ptr)
-                parts.append(build_array(self, nodes) if kind == "array" else build_object(self, nodes))
+                parts.append(self._structures(nodes, kind, [v for v in neg.values if json_key(v)[0] == tag]))
         if len(parts) == 2 and parts[0] == _NULL_LITERAL:  # {"type": ["string", "null"], "maxLength": ...}
             return or_null(parts[1]) or alt(*parts)
         return alt(*parts)
+
+    def _structures(self, nodes: list[Node], kind: str, excluded: list[Any]) -> Expr:
+        """The arrays or objects of the conjunction ``nodes`` (``kind``), but the ``excluded``
+        values its ``not`` members name (``const``/``enum``): each is the complement of the schema
+        that holds it alone (:meth:`_only`), spelled out keyword by keyword like any ``not``."""
+        if not excluded:
+            return build_array(self, nodes) if kind == "array" else build_object(self, nodes)
+        # (the not members said no more than the values they exclude here: they are consumed)
+        rest = [Node(n.schema, n.base, n.ptr, n.consumed | {"not"}) if "not" in n.schema else n for n in nodes]
+        rest.append(Node(_TYPE_SCHEMAS[kind], "", nodes[0].ptr))
+        rest.extend(Node(self.synthetic_not(self._only(v)), "", f"{nodes[0].ptr}/not") for v in excluded)
+        return self.value(rest)
+
+    def _only(self, v: list | dict) -> dict:
+        """A schema that holds the array or object ``v`` alone: each item or member ``enum: [x]``
+        (``const`` is no keyword in draft 4), the length or the keys fixed."""
+        k = ("only", json.dumps(v, sort_keys=True))
+        hit = self._synthetic.get(k)
+        if hit is None:
+            if isinstance(v, list):
+                hit = {"type": "array", "items": [{"enum": [x]} for x in v], "additionalItems": False,
+                       "minItems": len(v)}
+            else:
+                hit = {"type": "object", "properties": {key: {"enum": [x]} for key, x in v.items()},
+                       "required": list(v), "additionalProperties": False}
+            self._synthetic[k] = hit
+        return hit
 
     def literal(self, v: Any, integer_type: bool) -> Expr:
         """Every accepted spelling of the value ``v``; a number where the type is integer only is
