@@ -45,6 +45,7 @@ class SomeMember(NamedTuple):
     key_schema: Any = None
     fails: Any = False
 
+
 #: keywords that constrain objects only, and arrays only (any other value satisfies them)
 OBJECT_KEYWORDS = frozenset({
     "properties", "patternProperties", "additionalProperties", "required", "propertyNames", "minProperties",
