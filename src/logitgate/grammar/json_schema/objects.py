@@ -130,15 +130,10 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
             max_p = None
         if min_p > len(members):
             return NOTHING
-    if wanted:
-        if max_p is not None or min_p > 1:
-            cv.fail("a complement of an object keyword beside minProperties/maxProperties cannot be "
-                    "enforced exactly", "not", wanted[0][1].ptr)
-        else:
-            return _members_in_order(cv, members, extra, min_p, _split_extras(cv, parts, wanted), len(wanted))
+    regions = _split_extras(cv, parts, wanted) if wanted else None
     if max_p is None and min_p <= 1:
-        return _members_in_order(cv, members, extra, min_p)
-    return _members_counted(cv, members, extra, min_p, max_p)
+        return _members_in_order(cv, members, extra, min_p, regions, len(wanted))
+    return _members_counted(cv, members, extra, min_p, max_p, regions, len(wanted))
 
 
 def _key_meets(cv: Converter, key: str, wanted: list[tuple[SomeMember, Node]]) -> int:
@@ -272,16 +267,24 @@ def _members_in_order(cv: Converter, members: list[tuple[str, list[tuple[Expr, i
 
 
 def _members_counted(cv: Converter, members: list[tuple[str, list[tuple[Expr, int]], bool]], extra: Expr | None,
-                     min_p: int, max_p: int | None) -> Expr:
+                     min_p: int, max_p: int | None, regions: dict[int, Expr] | None = None,
+                     complements: int = 0) -> Expr:
     """The object ``{...}`` when members must be counted (``maxProperties``, ``minProperties`` > 1):
-    one rule per (position, members so far)."""
+    one rule per (position, members so far), and per set of the ``complements`` asking for some
+    member met so far where there are any (``regions``: see :func:`_members_in_order`)."""
     ws = cv.lex.ws
     sep_first = ws
     sep_more = cv.lex.comma
     cap = max(min_p, 1) if max_p is None else max_p
+    full = (1 << complements) - 1  # (every request met)
 
-    def tail(c: int) -> Expr:
-        """Extra members after ``c`` members."""
+    def sep(c: int) -> Expr:
+        return sep_first if c == 0 else sep_more
+
+    def tail(c: int, m: int) -> Expr:
+        """Extra members after ``c`` members, the requests of mask ``m`` met."""
+        if m != full:
+            return state(-1, c, m) if regions else NOTHING
         if extra is None:
             return EMPTY if c >= min_p else NOTHING
         lo = max(0, min_p - c)
@@ -298,36 +301,44 @@ def _members_counted(cv: Converter, members: list[tuple[str, list[tuple[Expr, in
         return more
 
     prefix = cv.new_name("o")
-    made: dict[tuple[int, int], Expr] = {}
-    pending: list[tuple[int, int]] = []
+    made: dict[tuple[int, int, int], Expr] = {}
+    pending: list[tuple[int, int, int]] = []
 
-    def state(i: int, c: int) -> Expr:
+    def name(i: int, c: int, m: int) -> str:  # (i = -1: the extra members before every request is met)
+        at = f"x_{c}" if i < 0 else f"{i}_{c}"
+        return f"{prefix}.p{at}" if m == full else f"{prefix}.p{at}_q{m}"
+
+    def state(i: int, c: int, m: int) -> Expr:
         if max_p is None:
             c = min(c, cap)
         if i == len(members):
-            return tail(c)
-        key = (i, c)
+            return tail(c, m)
+        key = (i, c, m)
         if key not in made:
             if len(made) > MAX_OBJECT_STATES:
                 raise LimitExceededError("object automaton too large", limit="max_object_states")
-            made[key] = Ref(f"{prefix}.p{i}_{c}")
+            made[key] = Ref(name(i, c, m))
             pending.append(key)
         return made[key]
 
-    def body(i: int, c: int) -> Expr:
-        _, variants, is_req = members[i]
-        member = alt(*(e for e, _ in variants))  # (one: no request to meet where members are counted)
+    def body(i: int, c: int, m: int) -> Expr:
         opts: list[Expr] = []
-        if max_p is None or c + 1 <= max_p:
-            opts.append(seq(sep_first if c == 0 else sep_more, member, state(i + 1, c + 1)))
+        fits = max_p is None or c + 1 <= max_p
+        if i < 0:  # an extra member, then more until every request is met
+            if fits:
+                opts.extend(seq(sep(c), member, tail(c + 1, m | r)) for r, member in (regions or {}).items())
+            return alt(*opts)
+        _, variants, is_req = members[i]
+        if fits:
+            opts.extend(seq(sep(c), member, state(i + 1, c + 1, m | meets)) for member, meets in variants)
         if not is_req:
-            opts.append(state(i + 1, c))
+            opts.append(state(i + 1, c, m))
         return alt(*opts)
 
-    start = state(0, 0)
+    start = state(0, 0, 0)
     while pending:
-        i, c = pending.pop()
-        cv.rules[f"{prefix}.p{i}_{c}"] = body(i, c)
+        i, c, m = pending.pop()
+        cv.rules[name(i, c, m)] = body(i, c, m)
     return seq(lit("{"), start, ws, lit("}"))
 
 
