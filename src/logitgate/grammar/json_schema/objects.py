@@ -281,10 +281,8 @@ def _members_counted(cv: Converter, members: list[tuple[str, list[tuple[Expr, in
     def sep(c: int) -> Expr:
         return sep_first if c == 0 else sep_more
 
-    def tail(c: int, m: int) -> Expr:
-        """Extra members after ``c`` members, the requests of mask ``m`` met."""
-        if m != full:
-            return state(-1, c, m) if regions else NOTHING
+    def tail(c: int) -> Expr:
+        """Extra members after ``c`` members, every request met."""
         if extra is None:
             return EMPTY if c >= min_p else NOTHING
         lo = max(0, min_p - c)
@@ -311,8 +309,12 @@ def _members_counted(cv: Converter, members: list[tuple[str, list[tuple[Expr, in
     def state(i: int, c: int, m: int) -> Expr:
         if max_p is None:
             c = min(c, cap)
-        if i == len(members):
-            return tail(c, m)
+        if i == len(members):  # (the extra members; until every request is met, a rule per state)
+            if m == full:
+                return tail(c)
+            if not regions:
+                return NOTHING
+            i = -1
         key = (i, c, m)
         if key not in made:
             if len(made) > MAX_OBJECT_STATES:
@@ -326,7 +328,8 @@ def _members_counted(cv: Converter, members: list[tuple[str, list[tuple[Expr, in
         fits = max_p is None or c + 1 <= max_p
         if i < 0:  # an extra member, then more until every request is met
             if fits:
-                opts.extend(seq(sep(c), member, tail(c + 1, m | r)) for r, member in (regions or {}).items())
+                opts.extend(seq(sep(c), member, state(len(members), c + 1, m | r))
+                            for r, member in (regions or {}).items())
             return alt(*opts)
         _, variants, is_req = members[i]
         if fits:
