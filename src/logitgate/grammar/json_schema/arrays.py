@@ -13,12 +13,21 @@ from .values import json_key
 if TYPE_CHECKING:  # pragma: no cover
     from .converter import Converter, Node
 
-__all__ = ["build_array"]
+__all__ = ["build_array", "contains_bounds"]
 
 MAX_ARRAY_STATES = 20_000
 #: ``contains`` keywords of one array at most (each item is read in 2**n ways: which it matches)
 MAX_CONTAINS = 3
 MAX_UNIQUE_VALUES = 10
+
+
+def contains_bounds(s: dict, draft: str, ignore: set[str] | frozenset[str], ptr: str) -> tuple[int, int | None]:
+    """``(minContains, maxContains)`` of schema ``s`` (1 and None by default, and always before
+    draft 2019-09, which has neither keyword); a malformed one raises :class:`SchemaError`."""
+    lo = _nonneg(s.get("minContains", 1), "minContains", ptr) if "minContains" not in ignore else 1
+    hi = s.get("maxContains") if "maxContains" not in ignore else None
+    hi = None if hi is None else _nonneg(hi, "maxContains", ptr)
+    return (1, None) if draft in ("draft4", "draft6", "draft7") else (lo, hi)
 
 
 def _nonneg(v: Any, kw: str, ptr: str) -> int:
@@ -57,11 +66,7 @@ def build_array(cv: Converter, nodes: list[Node]) -> Expr:
             v = _nonneg(s["maxItems"], "maxItems", n.ptr)
             max_i = v if max_i is None else min(max_i, v)
         if "contains" in s and "contains" not in ign:
-            lo = _nonneg(s.get("minContains", 1), "minContains", n.ptr) if "minContains" not in ign else 1
-            hi = s.get("maxContains") if "maxContains" not in ign else None
-            hi = None if hi is None else _nonneg(hi, "maxContains", n.ptr)
-            if cv.draft in ("draft6", "draft7", "draft4"):
-                lo, hi = 1, None
+            lo, hi = contains_bounds(s, cv.draft, ign, n.ptr)
             if lo > 0 or hi is not None:
                 contains.append((s["contains"], lo, hi, n))
         if s.get("uniqueItems") is True and "uniqueItems" not in ign:
@@ -143,11 +148,14 @@ def build_array(cv: Converter, nodes: list[Node]) -> Expr:
         if cmax is not None and cmin > cmax:
             return NOTHING
     caps = [cmin if cmax is None else cmax + 1 for _, cmin, cmax, _ in contains]
+    bounded = any(cmax is not None for _, _, cmax, _ in contains)
     icap = max(plen, min_i, 1) if limit is None else limit
     variants: dict[tuple[int, int], Expr] = {}
 
     def ev_with(i: int, chosen: int) -> Expr:  # the item at ``i`` matching exactly the ``chosen`` counted ones
         k = (min(i, plen), chosen)
+        if k not in variants and chosen == 0 and not bounded:  # (no schema to hold or to fail)
+            variants[k] = ev(i)
         if k not in variants:
             base = en(k[0])
             sub = None if base is None else list(base)
@@ -159,7 +167,7 @@ def build_array(cv: Converter, nodes: list[Node]) -> Expr:
                         sub = None
                 elif cmax is not None:  # (a Node made by its own class: the converter module imports this one)
                     sub.append(type(cnode)(cv.synthetic_not(cschema), cnode.base, f"{cnode.ptr}/contains"))
-            variants[k] = ev(i) if chosen == 0 and not any(c[2] is not None for c in contains) else cv.child_value(sub)
+            variants[k] = cv.child_value(sub)
         return variants[k]
 
     prefix = cv.new_name("a")
@@ -175,7 +183,7 @@ def build_array(cv: Converter, nodes: list[Node]) -> Expr:
             i = min(i, icap)
         if any(cmax is not None and c > cmax for c, (_, _, cmax, _) in zip(counts, contains)):
             return NOTHING
-        if i >= plen and all(cmax is None for _, _, cmax, _ in contains) and satisfied(counts):
+        if i >= plen and not bounded and satisfied(counts):
             # every contains satisfied, none bounded above: the rest is a plain tail
             lo = max(0, min_i - i)
             hi = None if limit is None else limit - i

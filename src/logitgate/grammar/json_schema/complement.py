@@ -27,6 +27,9 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any, NamedTuple
 
+from ...errors import SchemaError
+from .arrays import contains_bounds
+
 __all__ = ["ARRAY_KEYWORDS", "COMPANIONS", "MAX_ONE_OF_BRANCHES", "OBJECT_KEYWORDS", "SOME_MEMBER", "SomeMember",
            "keyword_complement", "some_member"]
 
@@ -58,7 +61,6 @@ ARRAY_KEYWORDS = frozenset({
 COMPANIONS = frozenset({"then", "else", "minContains", "maxContains", "additionalItems"})
 #: a ``oneOf`` of more branches is not complemented (its complement names every pair of them)
 MAX_ONE_OF_BRANCHES = 4
-_OLD_DRAFTS = ("draft4", "draft6", "draft7")
 _COUNT_FLIPS = {"minProperties": ("maxProperties", "object", -1), "maxProperties": ("minProperties", "object", 1),
                 "minItems": ("maxItems", "array", -1), "maxItems": ("minItems", "array", 1)}
 
@@ -216,12 +218,10 @@ def _tail(out: list[Any], start: int, tail: Any) -> list[Any] | None:
 
 def _contains(v: Any, schema: dict, draft: str, ignore: set[str]) -> list[Any] | None:
     """Fewer matching items than ``minContains`` (1 by default), or more than ``maxContains``."""
-    lo, hi = 1, None
-    if draft not in _OLD_DRAFTS:
-        lo = schema.get("minContains", 1) if "minContains" not in ignore else 1
-        hi = schema.get("maxContains") if "maxContains" not in ignore else None
-        if not _count(lo) or (hi is not None and not _count(hi)):
-            return None
+    try:
+        lo, hi = contains_bounds(schema, draft, ignore, "#")
+    except SchemaError:
+        return None  # (malformed: the array's own build says so)
     out: list[Any] = []
     if lo == 1:
         out.append({"type": "array", "items": {"not": v}})

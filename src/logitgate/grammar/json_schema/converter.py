@@ -31,7 +31,7 @@ from .lengths import counted_content, or_null, string_value
 from .objects import build_object
 from .refs import RefResolver
 from .strings import encode_chars
-from .values import Lexer, json_key, to_fraction
+from .values import Lexer, json_equal, json_key, to_fraction
 
 __all__ = ["Converter", "Node"]
 
@@ -825,8 +825,8 @@ class Converter:
         hit = self._same.get(key)
         if hit is None or hit[0] is not a or hit[1] is not b:
             try:
-                same = json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-            except (TypeError, ValueError):
+                same = json_equal(a, b)
+            except TypeError:  # (not JSON)
                 same = False
             hit = self._same[key] = (a, b, same)
         return hit[2]

@@ -110,8 +110,11 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
                 return NOTHING
             continue
         key = cv.lex.str_literal(k)
-        variants = [(seq(key, ws, lit(":"), ws, val), meets) for vsub, meets in _split_value(cv, sub, _key_meets(
-            cv, k, wanted), wanted) if not cv.is_empty(val := cv.child_value(vsub))]
+        variants = []  # (the member, by the requests it meets: one unless a request splits its value)
+        for vsub, meets in _split_value(cv, sub, _key_meets(cv, k, wanted), wanted):
+            val = cv.child_value(vsub)
+            if not cv.is_empty(val):
+                variants.append((seq(key, ws, lit(":"), ws, val), meets))
         if not variants:  # (no value: the member cannot be there)
             if is_req:
                 return NOTHING
@@ -234,15 +237,16 @@ def _members_in_order(cv: Converter, members: list[tuple[str, list[tuple[Expr, i
     def extras_from(m: int) -> Expr | None:  # the extra members, requests ``m`` met before them
         return extras if m == full else Ref(f"{prefix}.y{m}") if regions else None
 
-    for m in range(full if regions else 0):  # (a closure calling itself would be a reference cycle)
-        opts = []
-        for r, member in (regions or {}).items():
-            nxt = extras_from(m | r)
-            after_it = [close] if m | r == full else []
-            if nxt is not None:
-                after_it.append(seq(comma, nxt))
-            opts.append(seq(member, alt(*after_it)))
-        cv.rules[f"{prefix}.y{m}"] = alt(*opts)
+    if regions:  # (rules made here, not by a closure calling itself: that would be a reference cycle)
+        for m in range(full):
+            opts = []
+            for r, member in regions.items():
+                nxt = extras_from(m | r)
+                after_it = [close] if m | r == full else []
+                if nxt is not None:
+                    after_it.append(seq(comma, nxt))
+                opts.append(seq(member, alt(*after_it)))
+            cv.rules[f"{prefix}.y{m}"] = alt(*opts)
 
     def from_(k: int, m: int) -> Expr | None:  # member k or a later one, or the extra members
         if k < n:                                # (None: nothing)
