@@ -7,6 +7,9 @@ invalid one must have none), is *refused* when conversion raises a clear error, 
 otherwise. Decisions use the reference recognizer. Prints per-file counts.
 
     logitgate bench schema-suite --suite ../shared/data/JSON-Schema-Test-Suite/tests/draft2020-12
+
+A folder of an older draft (``draft2019-09``, ``draft7``, ``draft6``, ``draft4``) runs its cases
+under that draft's ``$schema``.
 """
 
 from __future__ import annotations
@@ -20,9 +23,33 @@ from ..grammar.json_schema import json_schema_grammar
 from ..grammar.reference import accepts, prefix_ok
 from .stats import markdown_table
 
-__all__ = ["add_arguments", "find_accepted", "run", "run_case", "spellings"]
+__all__ = ["DRAFT_FOLDERS", "add_arguments", "find_accepted", "run", "run_case", "spellings", "suite_cases"]
 
 DEFAULT_SUITE = Path("..") / "shared" / "data" / "JSON-Schema-Test-Suite" / "tests" / "draft2020-12"
+
+
+#: the ``$schema`` each older draft's folder of the suite is run under: most of its cases leave it
+#: out (the folder names the draft), and a schema without one is read as draft 2020-12
+DRAFT_FOLDERS = {"draft2019-09": "https://json-schema.org/draft/2019-09/schema",
+                 "draft7": "http://json-schema.org/draft-07/schema#",
+                 "draft6": "http://json-schema.org/draft-06/schema#",
+                 "draft4": "http://json-schema.org/draft-04/schema#"}
+
+
+def suite_cases(path: Path) -> list[tuple[dict, dict]]:
+    """The cases of one suite file, each with the options it runs under: the draft of the file's
+    folder (:data:`DRAFT_FOLDERS`) as the ``$schema`` of a schema that names none, and
+    ``strict_format=False`` for ``format.json`` ('format' is an annotation unless asked for, which
+    is what that file tests)."""
+    uri = DRAFT_FOLDERS.get(path.parent.name)
+    opts = {"strict_format": False} if path.name == "format.json" else {}
+    out = []
+    for case in json.loads(path.read_text(encoding="utf-8")):
+        schema = case["schema"]
+        if uri is not None and isinstance(schema, dict) and "$schema" not in schema:
+            case = {**case, "schema": {"$schema": uri, **schema}}
+        out.append((case, opts))
+    return out
 
 
 def spellings(v) -> set[str]:
@@ -109,10 +136,8 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"no test-suite files in {args.suite}")
     rows, total = [], {"passed": 0, "failed": 0, "refused": 0}
     for path in files:
-        # in 2020-12 'format' is an annotation unless asked for: the suite's format.json tests that
-        opts = {"strict_format": False} if path.name == "format.json" else {}
         counts = {"passed": 0, "failed": 0, "refused": 0}
-        for case in json.loads(path.read_text(encoding="utf-8")):
+        for case, opts in suite_cases(path):
             status, info = run_case(case, **opts)
             counts[status] += 1
             if args.show and status != "passed":

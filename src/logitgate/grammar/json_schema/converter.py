@@ -311,8 +311,11 @@ class Converter:
         return hit[1]
 
     # ------------------------------------------------------------------ flattening
-    def expand(self, schema: Any, base: str, ptr: str, out: list[Node], seen: set | None = None) -> bool:
-        """Append the conjunction of ``schema`` to ``out``; False if it is unsatisfiable."""
+    def expand(self, schema: Any, base: str, ptr: str, out: list[Node], seen: set | None = None,
+               based: bool = False) -> bool:
+        """Append the conjunction of ``schema`` to ``out``; False if it is unsatisfiable. ``based``:
+        ``base`` is the one in force inside ``schema`` already (a resolved reference's target: its
+        own id was applied by the lookup, and a relative id must not be applied twice)."""
         if seen is None:
             seen = {n.key for n in out}
         if schema is True:
@@ -321,7 +324,8 @@ class Converter:
             return False
         if not isinstance(schema, dict):
             raise SchemaError(f"a schema must be an object or a boolean, not {type(schema).__name__}", pointer=ptr)
-        base = self.refs.base_of(schema, base)
+        if not based:
+            base = self.refs.base_of(schema, base)
         inner = schema.get("not")
         double_not = isinstance(inner, dict) and "not" not in self.ignore and _only(inner, "not")
         ref = schema.get("$ref")
@@ -351,7 +355,7 @@ class Converter:
             target, tbase = self.refs.resolve(ref, base, ptr)
             self._keep.append(target)
             tptr = ref if ref.startswith("#") else f"{ptr}/$ref"
-            if not self.expand(target, tbase, tptr, out, seen):
+            if not self.expand(target, tbase, tptr, out, seen, based=True):
                 return False
             if legacy_ref:
                 return True

@@ -81,8 +81,11 @@ class RefResolver:
         return self._registry
 
     def base_of(self, schema: Any, base: str) -> str:
-        """The base URI in force inside ``schema`` reached with base ``base``."""
+        """The base URI in force inside ``schema`` reached with base ``base``. Up to draft 7 a
+        ``$ref`` overrides its siblings, an id among them: such a schema keeps the base it has."""
         if isinstance(schema, dict):
+            if "$ref" in schema and self.draft in _REF_OVERRIDES:
+                return base
             sid = schema.get("$id") if self.draft not in ("draft4",) else schema.get("id")
             if isinstance(sid, str) and sid and not sid.startswith("#"):
                 return urljoin(base, sid.split("#")[0]) if base else sid.split("#")[0]
@@ -129,6 +132,8 @@ class RefResolver:
 _RESOURCE_KEYWORDS = frozenset(("$id", "id", "$anchor", "$dynamicAnchor", "$recursiveAnchor"))
 _ANCHOR_KEYWORDS = frozenset(("$dynamicAnchor", "$recursiveAnchor"))  # (named by any value)
 _MISSING = object()
+#: the drafts where ``$ref`` overrides every sibling keyword (an id beside it changes no base)
+_REF_OVERRIDES = frozenset(("draft4", "draft6", "draft7"))
 
 
 def _names_resources(doc: Any) -> bool:
