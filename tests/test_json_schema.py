@@ -799,6 +799,15 @@ def test_pattern_is_unanchored():
     check({"type": "string", "pattern": "^a$"}, good=["a"], bad=["ba", "a\\n"])
 
 
+def test_patterns_with_lookaheads_hold_for_every_spelling():
+    # what a lookahead forbids is the string, however it is spelled (an escape is one character)
+    check({"type": "string", "pattern": "^(?!ab)[a-z]+$"}, good=["ba", "a", "aab"],
+          bad=["ab", "abc", b'"\\u0061b"', b'"a\\u0062c"', ""])
+    check({"type": "string", "pattern": "^((?!--).)*$", "maxLength": 6}, good=["a-b-c", "", "-"],
+          bad=["a--b", b'"-\\u002d"', "abcdefg"])
+    check({"type": "string", "pattern": "(?=.*[0-9])(?=.*[A-Z])"}, good=["aB1", "1xxxZ"], bad=["abc1", "ABC", ""])
+
+
 FORMAT_SAMPLES = {
     "date": (["2024-02-29", "1999-12-31"], ["2023-02-29", "1999-13-01", "99-01-01"]),
     "time": (["12:30:00Z", "23:59:59.5+05:30"], ["24:00:00Z", "12:30:00"]),
@@ -1271,6 +1280,30 @@ def test_nullable_counted_string_is_one_automaton():
               good=[None, "ab", "null", "\u00e9\u00e9\u00e9\u00e9\u00e9", "\U0001F600\n"],
               bad=["a", "abcdef", 0, False, [], {}])
     assert any(type(e) is Special and e.args[-1] == "null" for e in g.rules.values())
+
+
+def test_numeric_bounds_of_hundreds_of_digits_are_built_from_the_numerals_table():
+    """``maximum: 1.7976931348623157e308`` (the largest double, common in generated schemas) makes a
+    numeral automaton of ~620 states in a chain. As an expression it nested each state in the one
+    before: 600 levels, a RecursionError in the engine; a 251-digit integer bound built 380,000 NFA
+    states for 505. Now it is a Special node whose automaton is the table itself; bounds of a few
+    digits stay expressions."""
+    from logitgate.engine.rtn import compile_rtn
+
+    dbl = 1.7976931348623157e308
+    big = "17976931348623157" + "0" * 292
+    g = json_schema_grammar({"type": "number", "minimum": -dbl, "maximum": dbl})
+    (value,) = [e for e in g.rules.values() if type(e).__name__ == "Special"]
+    assert value.kind == num.NUMERAL_KIND
+    assert compile_rtn(g).stats["nfa_states"] < 1000
+    for s, ok in ((big, True), ("-" + big, True), (big + ".0", True), ("1.5", True), (big[:-1] + "1", False),
+                  ("-17976931348623158" + "0" * 292, False), ("1" + "0" * 309, False), (big + ".01", False)):
+        assert accepts(g, s.encode()) == ok, s[:24]
+    g = json_schema_grammar({"type": "integer", "maximum": 10**250})
+    assert compile_rtn(g).stats["nfa_states"] < 1000
+    assert accepts(g, b"1" + b"0" * 250) and not accepts(g, b"1" + b"0" * 249 + b"1") and not accepts(g, b"1.5")
+    g = json_schema_grammar({"type": "integer", "minimum": 0, "maximum": 150})
+    assert not any(type(e).__name__ == "Special" for e in g.rules.values())
 
 
 def test_numbers_module_decimal_digits_and_limits():

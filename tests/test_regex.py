@@ -220,6 +220,22 @@ CASES: list[tuple[str, str]] = [
     ("(ab|ba))", "ab"),
     ("(\u00e9t|t\u00e9|\u00e9\u00e9)", "\u00e9t"),
     ("^(ab|ba)$", "ab"),
+    # lookaheads: items of a top-level alternative, and tempered tokens before the end
+    ("(?!ab)[ab]+", "ab"),
+    ("^(?!ab)[ab]+$", "abc"),
+    ("a(?=b)", "abc"),
+    ("a(?!b)", "abc"),
+    ("a(?=b$)|c", "abc"),
+    ("a(?!b$)", "ab"),
+    ("(?=a)", "ab"),
+    ("(?!a)", "ab"),
+    ("(?=.*a)(?=.*b)[a-c]{3}", "abc"),
+    ("(?!a|bb)[ab]{2}", "ab"),
+    ("x(?!ab)(?=a)[ab]*y", "abxy"),
+    ("^((?!ab).)*$", "abc"),
+    ("^((?!ab)(?!ba).)+$", "abc"),
+    ("x((?!a$)[ab])*$", "abx"),
+    ("^(?!.*:)(?=.{1,4}$)(.{1,2}\\.)+(?![0-9]*$)[a-z0-9]+$", "a1.:"),
 ]
 
 _EXTRA = "x\n\u00e9\U0001f600"
@@ -281,6 +297,23 @@ def test_search_semantics_with_anchors() -> None:
     )
     # fullmatch: anchors at the ends are no-ops
     assert regex_grammar("^ab$") == regex_grammar("ab")
+
+
+def test_lookaheads_where_the_rest_of_the_string_is_known() -> None:
+    # a tempered token matches whole strings; in a search, what follows a match is open: refused
+    assert accepts(regex_grammar("((?!ab).)*"), "ba") and not accepts(regex_grammar("((?!ab).)*"), "xaby")
+    with pytest.raises(UnsupportedFeatureError):
+        regex_grammar("((?!ab).)*", search=True)
+    # a lookahead whose body reaches past the alternative's own match (a search: anything may follow)
+    g = regex_grammar("^a(?=.*z)", search=True)
+    assert accepts(g, "abz") and accepts(g, "az") and not accepts(g, "ab") and not accepts(g, "za")
+    # MaskBench's forms: a reserved prefix, a reserved name, a password rule
+    g = regex_grammar("^(?!org\\.bukkit\\.)([a-z]+\\.)*[a-z]+$", search=True)
+    assert accepts(g, "org.example.x") and accepts(g, "org.bukkitx") and not accepts(g, "org.bukkit.x")
+    g = regex_grammar("^(?!pattern$).*$", search=True)
+    assert accepts(g, "patterns") and accepts(g, "") and not accepts(g, "pattern")
+    g = regex_grammar("(?=.*[0-9])(?=.*[A-Z]).{8,}")
+    assert accepts(g, "abcdefG1") and not accepts(g, "abcdefgh1") and not accepts(g, "aB1")
 
 
 def test_ecma_dollar_is_end_only() -> None:
@@ -409,7 +442,8 @@ def test_syntax_errors_have_offsets(pattern: str, offset: int) -> None:
 
 
 UNSUPPORTED = [
-    ("a(?=b)", 1), ("a(?!b)", 1), ("(?<=a)b", 0), ("(?<!a)b", 0), ("(a)\\1", 3), ("(?<n>a)\\k<n>", 7),
+    ("(a(?=b))*", 2), ("(?=a)*", 5), ("(x|(?!a)b)c", 3), ("((?!a).)*b", 1), ("^(x(?!y)(a|b))+$", 3), ("(?=^a)", 0),
+    ("(?<=a)b", 0), ("(?<!a)b", 0), ("(a)\\1", 3), ("(?<n>a)\\k<n>", 7),
     ("(?P<n>a)(?P=n)", 8), ("a*+", 2), ("a{2}+", 4), ("(?>a)", 0), ("x\\by", 1), ("\\Ba", 0),
     ("a{,3}", 1), ("[]a]", 1), ("[^]", 2), ("(?m)a", 2), ("\\p{Script=Latin}", 0), ("(^a|b){20}", 6),
     ("a-\\b", 2), ("\\b-a", 0), ("(\\ba|b)c", 1),

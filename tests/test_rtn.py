@@ -177,6 +177,32 @@ def test_too_many_chains_is_a_limit_error() -> None:
     assert err.value.limit == "max_chains"
 
 
+def test_rules_inlined_hundreds_deep_build_with_room_or_are_refused() -> None:
+    """A chain of rules each read once (``r0 ::= "a0" r1 | "b"``, ...) is inlined into one
+    expression as deep as the chain; building it recurses two or three frames a level, past
+    Python's limit of 1,000 at 400 rules (a RecursionError before). It is built again with room
+    (the limit put back after), and a chain too deep even so is refused with the typed error."""
+    import sys
+
+    from logitgate.errors import LimitExceededError
+
+    def chain(n: int) -> str:
+        return "root ::= r0\n" + "\n".join(f'r{i} ::= "a" r{i + 1} | "b"' for i in range(n)) + f'\nr{n} ::= "z"\n'
+
+    compiler = lg.GrammarCompiler(small_vocab(["aab", "aaz"]))
+    limit = sys.getrecursionlimit()
+    compiled = compiler.compile_grammar(chain(400))
+    assert sys.getrecursionlimit() == limit
+    for text, whole in (("a" * 400 + "z", True), ("a" * 17 + "b", True), ("a" * 401, False), ("a" * 400, None)):
+        m = lg.GrammarMatcher(compiled)
+        assert m.accept_string(text) == (whole is not False)
+        if whole is not False:
+            assert m.can_terminate() == bool(whole)
+    with pytest.raises(LimitExceededError) as err:
+        compiler.compile_grammar(chain(2500))
+    assert err.value.limit == "recursion" and sys.getrecursionlimit() == limit
+
+
 def test_a_root_that_is_another_rule_is_that_rule() -> None:
     """``root ::= value`` compiles as ``value`` itself (no rule of its own to build), with the same
     language; a chain of such rules that comes back is still refused."""

@@ -18,7 +18,9 @@ Dialect (code point semantics, like ECMA-262 with the ``u`` flag):
 * groups ``( ) (?: ) (?P<n> ) (?<n> )``, comments ``(?#..)``, flags ``(?i) (?s)`` at the
   start and scoped ``(?i-s: )``; alternation; greedy and lazy quantifiers.
 
-Lookaround, backreferences, possessive quantifiers, atomic groups, conditionals and
+Lookaheads ``(?=X)``/``(?!X)`` are exact as items of a top-level alternative and in a tempered
+token ``((?!X)c)*`` before the end (see :meth:`_Translator.looked`); lookaheads elsewhere,
+lookbehind, backreferences, possessive quantifiers, atomic groups, conditionals and
 multiline/verbose modes raise :class:`~logitgate.errors.UnsupportedFeatureError` (message
 and ``.offset`` give the position); syntax errors raise
 :class:`~logitgate.errors.RegexError`. Where the two dialects disagree (``[]``, ``{,n}``)
@@ -235,7 +237,16 @@ class _Assert:
     pos: int
 
 
-_Node = Union[_Set, _Lit, _Cat, _Or, _Rep, _Assert]  # noqa: UP007
+@dataclass(frozen=True, slots=True)
+class _Look:
+    """A lookahead ``(?=body)`` or ``(?!body)`` (``negative``)."""
+
+    body: _Node
+    negative: bool
+    pos: int
+
+
+_Node = Union[_Set, _Lit, _Cat, _Or, _Rep, _Assert, _Look]  # noqa: UP007
 
 #: a plain character: none with a meaning of its own outside a class ("{" and "}" included: a
 #: literal brace is left to the general path, which tells it from a counted repeat), no surrogate
@@ -365,6 +376,8 @@ class _Parser:
         qpos = self.i
         if isinstance(atom, _Assert):
             raise self.error("nothing to repeat", qpos)
+        if isinstance(atom, _Look):
+            raise self.unsupported("quantified lookahead", qpos)
         if hi is not None and lo > hi:
             raise self.error("min repeat greater than max repeat", qpos + 1)
         if max(lo, hi or 0) > self.max_repeat:
@@ -459,6 +472,7 @@ class _Parser:
     def group(self) -> _Node | None:
         pos = self.i
         saved = (self.ignorecase, self.dotall)
+        look = ""
         self.i += 1
         if self.peek() == "?":
             c, c2 = self.peek(1), self.peek(2)
@@ -482,7 +496,8 @@ class _Parser:
             elif c == "<":
                 raise self.unsupported("lookbehind", pos)
             elif c in "=!":
-                raise self.unsupported("lookahead", pos)
+                self.i += 2
+                look = c
             elif c == ">":
                 raise self.unsupported("atomic group", pos)
             elif c == "(":
@@ -511,7 +526,9 @@ class _Parser:
             raise self.error("missing ), unterminated subpattern", pos)
         self.i += 1
         self.ignorecase, self.dotall = saved
-        return _Cat((body,)) if isinstance(body, _Assert) else body
+        if look:
+            return _Look(body, look == "!", pos)
+        return _Cat((body,)) if isinstance(body, _Assert | _Look) else body
 
     # -- escapes and classes
     def escape(self) -> _Node:
@@ -813,6 +830,8 @@ class _Translator:
                 return (NOTHING, EMPTY, NOTHING, NOTHING)
             what = "word boundary \\b (except first/last next to a word character)"
             raise _unsupported(what if node.kind == "wordb" else "\\B", self.pattern, node.pos)
+        if isinstance(node, _Look):
+            raise _unsupported(_NESTED_LOOKAHEAD, self.pattern, node.pos)
         if isinstance(node, _Or):
             if self.encode is codepoint_ranges_expr and all(type(x) is _Lit for x in node.items):
                 # words (the usual large alternation): their UTF-8 bytes, each once
@@ -890,20 +909,116 @@ class _Translator:
             if k >= 1 and _is_wordb(items[k]) and _is_word_edge(items[k - 1], first=False):
                 del items[k]
                 trail = True
-            groups.setdefault((lead, trail), []).append(self.tr(items[0] if len(items) == 1 else _Cat(tuple(items))))
+            if any(type(x) is _Look or _tempered(x) is not None for x in items):
+                suffix = None if not search else self.suffix(trail)
+                classes = self.looked(items, suffix)
+            else:
+                classes = self.tr_items(items)
+            groups.setdefault((lead, trail), []).append(classes)
         results: list[Expr] = []
         if not search:
             for parts in groups.values():
                 results.extend(x for p in parts for x in p)
             return _alt(results)
-        any_star = _rep(self.chars(_ALL), 0, None)
-        non_word = self.chars(_complement(_WORD))
         for (lead, trail), parts in groups.items():
             c = [_alt(p[k] for p in parts) for k in range(4)]
-            prefix = _alt([EMPTY, _seq(any_star, non_word)]) if lead else any_star
-            suffix = _alt([EMPTY, _seq(non_word, any_star)]) if trail else any_star
+            any_star = self.any_star()
+            prefix = _alt([EMPTY, _seq(any_star, self.chars(_complement(_WORD)))]) if lead else any_star
+            suffix = self.suffix(trail)
             results += [_seq(prefix, c[0], suffix), _seq(prefix, c[1]), _seq(c[2], suffix), c[3]]
         return _alt(results)
+
+    def tr_items(self, items: list[_Node]) -> _Classes:
+        """The classes of a sequence of nodes."""
+        if not items:
+            return _EPS
+        return self.tr(items[0] if len(items) == 1 else _Cat(tuple(items)))
+
+    def any_star(self) -> Expr:
+        """Any string."""
+        return _rep(self.chars(_ALL), 0, None)
+
+    def suffix(self, trail: bool) -> Expr:
+        """What may follow a match in search mode (``trail``: after a word boundary)."""
+        any_star = self.any_star()
+        return _alt([EMPTY, _seq(self.chars(_complement(_WORD)), any_star)]) if trail else any_star
+
+    def looked(self, items: list[_Node], suffix: Expr | None) -> _Classes:
+        """A top-level alternative holding lookaheads. From its last lookahead back to its first,
+        what follows one (the rest of the alternative, then ``suffix``: what may follow a match,
+        None where the string must end) is intersected with what the lookahead asks of the string
+        from there on (``(?=X)``: some prefix of it matches X; ``(?!X)``: none does). A tempered
+        token, ``((?!X)c)*`` with only the end after it, is the strings of ``c`` in which no
+        position begins a match of X. The result's classes end where the string ends."""
+        resolved: _Classes | None = None
+        end = len(items)
+        for i in range(len(items) - 1, -1, -1):
+            item = items[i]
+            tempered = _tempered(item)
+            if type(item) is not _Look and tempered is None:
+                continue
+            after = self.tr_items(items[i + 1:end])
+            if resolved is not None:
+                after = _concat(after, resolved)
+            # what the string may be from here on: a match of the rest, then the suffix (the parts
+            # that end at the end already, a later lookahead's among them, take no suffix)
+            if suffix is None:
+                rest, rest_at_start = _alt([after[0], after[1]]), _alt([after[2], after[3]])
+            else:
+                rest = _alt([_seq(after[0], suffix), after[1]])
+                rest_at_start = _alt([_seq(after[2], suffix), after[3]])
+            if tempered is None:
+                assert type(item) is _Look
+                asked = self.look_language(item)
+                rest, rest_at_start = (_meet(r, asked, item.negative) for r in (rest, rest_at_start))
+            else:
+                looks, char, least = tempered
+                if not (_is_empty(rest) and _is_nothing(rest_at_start)):
+                    raise _unsupported(_NESTED_LOOKAHEAD, self.pattern, looks[0].pos)
+                # a position that begins a match of some X, before the end (the token's loop runs
+                # once per character: the end itself is not checked)
+                begins = _alt([self.look_language(x) for x in looks])
+                any_star = self.any_star()
+                forbidden = _seq(any_star, And((begins, _seq(self.chars(_ALL), any_star))))
+                rest = And((_rep(self.tr_items([char])[0], least, None), Not(forbidden)))
+                rest_at_start = NOTHING
+            resolved = (NOTHING, rest, NOTHING, rest_at_start)
+            end = i
+        assert resolved is not None
+        return _concat(self.tr_items(items[:end]), resolved)
+
+    def look_language(self, look: _Look) -> Expr:
+        """The strings from a lookahead's position on that it holds for when positive: a match of
+        its body, then anything (``$`` inside it: the string ends with the match)."""
+        x = self.tr(look.body)
+        if not (_is_nothing(x[2]) and _is_nothing(x[3])):
+            raise _unsupported("a start anchor inside a lookahead", self.pattern, look.pos)
+        return _alt([_seq(x[0], self.any_star()), x[1]])
+
+
+#: where a lookahead can be enforced (anywhere else it is refused)
+_NESTED_LOOKAHEAD = ("lookahead (except as an item of a top-level alternative, or in a tempered token "
+                     "((?!X)c)* at the end)")
+
+
+def _meet(x: Expr, asked: Expr, negative: bool) -> Expr:
+    """``x`` and (``negative``: not) ``asked``."""
+    if _is_nothing(x):
+        return NOTHING
+    return And((x, Not(asked) if negative else asked))
+
+
+def _tempered(node: _Node) -> tuple[tuple[_Look, ...], _Node, int] | None:
+    """``((?!X)(?!Y)...c)*`` or ``+``/``{n,}`` -- a tempered token: its negative lookaheads, its
+    character and its least count -- else None."""
+    if type(node) is not _Rep or node.max is not None or type(node.item) is not _Cat:
+        return None
+    *looks, char = node.item.items
+    if not looks or not all(type(x) is _Look and x.negative for x in looks):
+        return None
+    if type(char) is _Set or (type(char) is _Lit and len(char.text) == 1):
+        return tuple(looks), char, node.min  # type: ignore[return-value]
+    return None
 
 
 def _is_wordb(node: _Node) -> bool:

@@ -41,7 +41,21 @@ import numpy as np
 
 from ...errors import LimitExceededError
 from ..graphs import strongly_connected_components
-from ..ir import EMPTY, NOTHING, Expr, Ref, Seq, alt, byteset, lit, repeat, seq
+from ..ir import (
+    EMPTY,
+    NOTHING,
+    Expr,
+    Ref,
+    Seq,
+    Special,
+    SpecialKind,
+    alt,
+    byteset,
+    lit,
+    register_special,
+    repeat,
+    seq,
+)
 from ._number_kernels import minimal_rows, product_rows
 
 __all__ = [
@@ -395,8 +409,10 @@ class _DFA:
     final: list[bool]
 
 
-def _build_dfa(formula: Formula, plain_integers: bool = False, decorated: bool = False) -> _DFA:
-    """The minimal numeral automaton of ``formula``.
+def _minimal_table(formula: Formula, plain_integers: bool = False, decorated: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The minimal numeral automaton of ``formula``: ``(trans, final)``, a row of targets (-1: none)
+    per state over the symbols, start 0, trimmed (no state when nothing is accepted).
 
     Each atom's machine is explored alone (a few states: a comparator's, or a remainder's), then
     the product of those automata is taken in one kernel call (every state a tuple of the atoms'
@@ -421,7 +437,16 @@ def _build_dfa(formula: Formula, plain_integers: bool = False, decorated: bool =
     final = parts[0][1][states[:, 0]]  # (a final phase: every machine is in the same phase)
     truth = [p[2][states[:, k]] for k, p in enumerate(parts)] if machines else []
     final &= _evaluate_all(formula, {occurrence: truth[k] for occurrence, k in where.items()}, len(final))
-    trans, final = minimal_rows(trans, final)
+    return minimal_rows(trans, final)
+
+
+def _build_dfa(formula: Formula, plain_integers: bool = False, decorated: bool = False) -> _DFA:
+    """The minimal numeral automaton of ``formula`` (:func:`_minimal_table`) as edges per state."""
+    return _dfa_of(*_minimal_table(formula, plain_integers, decorated))
+
+
+def _dfa_of(trans: np.ndarray, final: np.ndarray) -> _DFA:
+    """A numeral table as edges per state."""
     if trans.shape[0] == 0:
         return _DFA([{}], [False])
     return _DFA([{sym: int(t) for sym, t in enumerate(row) if t >= 0} for row in trans.tolist()], final.tolist())
@@ -649,16 +674,71 @@ def number_expr(formula: Formula, rule_prefix: str = "num", plain_integers: bool
             e = _integer_range_expr(*bounds, plain_integers)
             _EXPR_CACHE[key] = e
             return e, {}
-        d = _build_dfa(formula, plain_integers, decorated)
-        e, rules = _emit(d, rule_prefix)
+        d = _dfa_of(*_numeral_table((formula, plain_integers, decorated)))
         if len(_EXPR_CACHE) >= _EXPR_CACHE_SIZE:
             _EXPR_CACHE.pop(next(iter(_EXPR_CACHE)))
+        if len(d.trans) > SPECIAL_MIN_STATES and not _has_cycles(d):  # (see NUMERAL_KIND)
+            e = _EXPR_CACHE[key] = Special(NUMERAL_KIND, (formula, plain_integers, decorated))
+            return e, {}
+        e, rules = _emit(d, rule_prefix)
         # an automaton without helper rules gives an expression that does not depend on the prefix
         _EXPR_CACHE[key] = e if not rules else d
         return e, rules
     if isinstance(hit, Expr):
         return hit, {}
     return _emit(hit, rule_prefix)
+
+
+#: an acyclic numeral automaton of more states than this is a :class:`~logitgate.grammar.ir.Special`
+#: node of kind :data:`NUMERAL_KIND`, its automaton built directly from the table: emitted as an
+#: expression, a bound of hundreds of digits (``maximum: 1.7976931348623157e308``, the largest
+#: double, or an integer ``maximum`` of 251 digits) nests each state in the one before it -- an
+#: expression hundreds deep, which the engine built into 380,000 NFA states (each state read along
+#: two paths, copied for each) for 500 states once minimal, and walked past Python's recursion limit
+NUMERAL_KIND = "json_numeral"
+SPECIAL_MIN_STATES = 128
+
+
+def _has_cycles(d: _DFA) -> bool:
+    """Whether ``d`` has a cycle longer than a self-loop (those need rules: no :data:`NUMERAL_KIND`)."""
+    comp = _sccs(d)
+    return len(set(comp)) < len(comp)
+
+
+@functools.lru_cache(maxsize=64)
+def _numeral_table(args: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_minimal_table` of ``(formula, plain_integers, decorated)``, the last few remembered
+    (a :data:`NUMERAL_KIND` node's automaton is built from the table its expression was decided on)."""
+    return _minimal_table(*args)
+
+
+def _numeral_classes() -> tuple[np.ndarray, np.ndarray]:
+    """Each byte's class (0: no symbol), classes numbered by their lowest byte; and each symbol's class."""
+    lowest = sorted((min(bs), sym) for sym, bs in enumerate(_SYM_BYTES))
+    cls_of_sym = np.zeros(len(_SYM_BYTES), dtype=np.int32)
+    byte_class = np.zeros(256, dtype=np.int32)
+    for k, (_, sym) in enumerate(lowest, start=1):
+        cls_of_sym[sym] = k
+        byte_class[list(_SYM_BYTES[sym])] = k
+    return byte_class, cls_of_sym
+
+
+def _build_numeral(args: tuple, dfa_of: Callable, max_states: int) -> tuple:
+    """``(byte_class, trans, final, start)`` of a :data:`NUMERAL_KIND` node: the table's symbols as
+    byte classes (``e`` and ``E`` one class, every other byte one with no moves)."""
+    trans, final = _numeral_table(args)
+    byte_class, cls_of_sym = _numeral_classes()
+    table = np.full((trans.shape[0], len(_SYM_BYTES) + 1), -1, dtype=np.int32)
+    table[:, cls_of_sym] = trans
+    return byte_class, table, final.astype(bool), 0
+
+
+def _expand_numeral(args: tuple) -> Expr:
+    return _emit(_dfa_of(*_numeral_table(args)), "num")[0]  # (acyclic but for self-loops: no rules)
+
+
+register_special(NUMERAL_KIND, SpecialKind(
+    expand=_expand_numeral, nullable=lambda args: bool(_numeral_table(args)[1][0]), build=_build_numeral))
 
 
 #: formula (with "plain integers" where asked) -> its expression (no helper rules) or its automaton
