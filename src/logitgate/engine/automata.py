@@ -244,6 +244,12 @@ class Program:
         #: a set of literals emitted first, its program not written yet (see _emit_literals)
         self._literals: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
 
+    @property
+    def size(self) -> int:
+        """Ops written, and literals of a first set held unwritten: about as many as the nodes of
+        the expressions emitted."""
+        return len(self.ops) + (0 if self._literals is None else len(self._literals[1]))
+
     def _set_id(self, mask: int) -> int:
         j = self.sets.get(mask)
         if j is None:

@@ -587,7 +587,7 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
                     dfa = trim(dfa) or dfa
             if name != root:  # (a root is one grammar's own automaton: kept, it would keep its IR alive)
                 assert key is not None  # (only a root goes without)
-                _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called))
+                _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called), cost=prog.size)
                 _cached_body(body)
         else:
             _cached_body(body)
@@ -730,7 +730,17 @@ _DIGEST_LOCK = threading.Lock()
 #: rule DFAs by (body, resolution of what it inlines or calls, DFA limit), process-wide: grammars
 #: repeat rules (the any-JSON-value rules of every schema that allows extra properties). A rule's
 #: own name does not shape its DFA; the names it refers to are part of its body.
-_RULE_DFAS: LRU[_NamedCalls] = LRU(2048, max_bytes=256 << 20, weight=lambda e: e.dfa.nbytes)
+#:
+#: Bounded by the size of its keys too (each entry costs its program's size, about the nodes of
+#: the expressions its key holds: ``RULE_CACHE_MAX_COST``): the keys' expression nodes are objects
+#: Python's cyclic collector walks at every full collection, and 2,048 entries after 1,500
+#: MaskBench schemas held 190,000 of them -- a full collection of 110-135 ms, which fell inside a
+#: token's mask fill (the largest steps of a run over the whole set, 125-190 ms). Most entries
+#: that are found again are small (the median of those found holds 2 nodes); entries of more than
+#: 8 inlined rules held two thirds of the nodes and 3 % of the hits.
+RULE_CACHE_MAX_COST = 65_536
+_RULE_DFAS: LRU[_NamedCalls] = LRU(2048, max_bytes=256 << 20, weight=lambda e: e.dfa.nbytes,
+                                   max_cost=RULE_CACHE_MAX_COST)
 
 
 #: hashes of the bodies of rules put in (or found in) ``_RULE_DFAS``: a root whose body is not
