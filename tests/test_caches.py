@@ -29,6 +29,33 @@ def test_lru_bounds_entries_and_bytes() -> None:
     assert len(by_bytes) == 1 and by_bytes.get("d") == "q" * 20
 
 
+def test_lru_bounds_the_costs_given_to_put() -> None:
+    by_cost = LRU(100, max_cost=10)
+    by_cost.put("a", 1, cost=4)
+    by_cost.put("b", 2, cost=4)
+    assert by_cost.get("a") == 1  # now the most recent
+    by_cost.put("c", 3, cost=4)
+    assert by_cost.get("b") is None and by_cost.cost == 8
+    by_cost.put("a", 4, cost=1)  # a key put again costs its new cost alone
+    assert by_cost.cost == 5 and by_cost.get("a") == 4
+    by_cost.put("d", 5, cost=50)  # costlier than the budget alone: kept as the only entry
+    assert len(by_cost) == 1 and by_cost.cost == 50
+
+
+def test_the_rule_cache_is_bounded_by_the_size_of_what_its_keys_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each rule DFA costs its program's size (its key holds about as many expression nodes, which
+    the cyclic collector walks at every full collection): a new rule pushes out the least recently
+    used ones past ``max_cost``, however few entries there are."""
+    cache = LRU(2048, max_bytes=256 << 20, weight=lambda e: e.dfa.nbytes, max_cost=2000)
+    monkeypatch.setattr(rtn, "_RULE_DFAS", cache)
+    assert rtn.RULE_CACHE_MAX_COST < 100_000  # (the real one: tens of thousands of nodes, not 2,048 rules' worth)
+    for i in range(40):  # objects of 12 members, each an array of one of 40 object types
+        member = {"type": "object", "properties": {f"k{j}_{i}": {"type": "integer"} for j in range(12)},
+                  "required": [f"k0_{i}"]}
+        rtn.compile_rtn(Grammar.from_json_schema({"type": "array", "items": member}))
+    assert 0 < cache.cost <= 2000 and len(cache) < 40
+
+
 def _arrays(r: rtn.RTN) -> list[np.ndarray]:
     return [r.trans, r.final, r.byte_class, r.chain_ptr, r.chain_target, r.chain_push_ptr, r.chain_push]
 

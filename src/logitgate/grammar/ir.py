@@ -470,7 +470,7 @@ def _byteset_of(ranges: tuple[tuple[int, int], ...]) -> Expr:
 # id(expr) -> (expr, its normal form). Builders normalize as they build, so the same
 # subtrees are normalized again and again; holding ``expr`` keeps its id from being reused.
 _NORMAL_FORMS: dict[int, tuple[Expr, Expr]] = {}
-_NORMAL_FORMS_CAP = 1 << 13  # bounded: entries keep their expressions alive
+_NORMAL_FORMS_CAP = 1 << 10  # bounded: entries keep their expressions alive
 
 
 def normalize(e: Expr) -> Expr:

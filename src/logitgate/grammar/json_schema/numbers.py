@@ -744,7 +744,7 @@ register_special(NUMERAL_KIND, SpecialKind(
 #: formula (with "plain integers" where asked) -> its expression (no helper rules) or its automaton
 #: (helper rules named per call); schemas repeat the same bounds (``minimum: 0``, ``type: integer``)
 _EXPR_CACHE: dict[object, object] = {}
-_EXPR_CACHE_SIZE = 4096
+_EXPR_CACHE_SIZE = 1024
 
 
 # ----------------------------------------------------------------------------- integer ranges
