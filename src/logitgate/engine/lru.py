@@ -53,12 +53,14 @@ class LRU(Generic[V]):
             self._items[key] = (value, w, key, cost)
             self._bytes += w
             self._cost += cost
-            while len(self._items) > self.size or len(self._items) > 1 and (
-                    (self.max_bytes is not None and self._bytes > self.max_bytes)
-                    or (self.max_cost is not None and self._cost > self.max_cost)):
+            while len(self._items) > self.size or (len(self._items) > 1 and self._over_budget()):
                 _, (_, ew, _, ec) = self._items.popitem(last=False)
                 self._bytes -= ew
                 self._cost -= ec
+
+    def _over_budget(self) -> bool:
+        return ((self.max_bytes is not None and self._bytes > self.max_bytes)
+                or (self.max_cost is not None and self._cost > self.max_cost))
 
     @property
     def cost(self) -> int:
