@@ -23,18 +23,18 @@ import importlib.util
 import json
 import pickle
 import re
-import sys
 import threading
 import traceback
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import GrammarError, LimitExceededError
+from .._recursion import with_room
+from ..errors import GrammarError
 from ..grammar.ir import Grammar
 from ._automata_kernels import merge_equal_classes
 from .masks import (
@@ -109,35 +109,6 @@ WARM_UP_ROUNDS = 10
 #: the limits of warm-up's own compiles (fixed, small grammars: a compiler's limits, which may be
 #: set low against its users' input, are not theirs)
 _WARM_UP_LIMITS = CompileLimits()
-
-#: the interpreter's recursion limit while a grammar nested too deeply for the usual one is built
-#: again (see :func:`_built_with_room`)
-DEEP_RECURSION_LIMIT = 4000
-_DEEP_LOCK = threading.Lock()
-
-
-def _built_with_room(build: Callable[[], CompiledGrammar]) -> CompiledGrammar:
-    """``build()``; where that recursed past the interpreter's limit, once more under a limit of
-    :data:`DEEP_RECURSION_LIMIT` (one such build at a time: the limit is the process's, and is put
-    back), and a :class:`LimitExceededError` if that is not room enough.
-
-    An expression is built and walked recursively, two frames a level: a numeric bound of hundreds
-    of digits (``"maximum": 1.7976931348623157e308``, the largest double) nests its digits'
-    automaton 600 levels deep, past Python's 1,000 frames."""
-    try:
-        return build()
-    except RecursionError:
-        pass
-    with _DEEP_LOCK:
-        old = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(old, DEEP_RECURSION_LIMIT))
-        try:
-            return build()
-        except RecursionError:
-            raise LimitExceededError(f"the grammar nests too deeply to build within {DEEP_RECURSION_LIMIT} "
-                                     "stack frames", limit="recursion") from None
-        finally:
-            sys.setrecursionlimit(old)
 
 _GC_LOCK = threading.Lock()
 _gc_pauses = 0  # compiles under way with the collector paused
@@ -615,7 +586,7 @@ class GrammarCompiler:
                     self._keep(key, hit[0], hit[1])
                     return hit[0]
         with _collector_paused() if self.pause_gc else nullcontext():
-            cg = _built_with_room(lambda: self._compile(make()))
+            cg = with_room(lambda: self._compile(make()), "the grammar")
         if keep:
             with self._lock:
                 hit = self._by_input.get(key)

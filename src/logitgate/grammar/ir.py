@@ -805,9 +805,11 @@ class Grammar:
     # -- printing / front-ends (front-ends are imported lazily: they depend on this module)
     def to_ebnf(self) -> str:
         """The grammar as EBNF text that :meth:`from_ebnf` parses back to an equal grammar."""
+        from .._recursion import with_room
         from .ebnf import format_grammar
 
-        return format_grammar(self)
+        # (a Special prints as its expansion: a numeral of hundreds of digits is 600 levels deep)
+        return with_room(lambda: format_grammar(self), "the grammar's text")
 
     @classmethod
     def from_ebnf(cls, text: str, root: str = "root") -> Grammar:
