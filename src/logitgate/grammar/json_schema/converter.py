@@ -244,7 +244,7 @@ class Converter:
         """The string content of ``format: name``; an unknown format is refused (None where
         ``format`` is ignored). Kept unnamed: a reference-free string language is built once per
         process, whatever schema it comes from (see ``standalone_dfa``)."""
-        e = format_expr(name)
+        e = format_expr(name, self.draft) if isinstance(name, str) else None
         if e is None:
             self.fail(f"unknown format {name!r}", "format", pointer)
         return e

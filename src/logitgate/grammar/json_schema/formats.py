@@ -1,12 +1,14 @@
-"""``format`` as regular languages over JSON string content.
+r"""``format`` as regular languages over JSON string content.
 
 Each supported format is written from its RFC grammar (RFC 3339 date/time/duration,
-RFC 4122 uuid, RFC 2673/4291 IP addresses, RFC 1123 hostnames, RFC 5321 dot-atom
-emails, RFC 3986 URIs, RFC 6901 JSON pointers). Format characters are ASCII and are
-accepted in their raw spelling (the one ``json.dumps`` writes), except in JSON pointers,
-whose reference tokens may hold any character. Leap seconds (``:60``) and quoted or
-IP-literal email local parts/domains beyond ``[ipv4]`` and IDNA A-labels (``xn--``) are not accepted (a documented
-subset: never an invalid string).
+RFC 4122 uuid, RFC 2673/4291 IP addresses, RFC 1123 hostnames, RFC 5321 emails, RFC 3986
+URIs, RFC 3987 IRIs, RFC 6570 URI templates, RFC 6901 JSON pointers and the relative JSON
+pointers of draft-bhutton-relative-json-pointer-00). ASCII characters are accepted in the
+spelling ``json.dumps`` writes (raw, or ``\"`` and ``\\`` in an email's quoted local part);
+the other characters an IRI, a URI template or a JSON pointer may hold, in every JSON
+spelling. Leap seconds (``:60``), IDNA A-labels (``xn--``) and email address literals other
+than ``[ipv4]`` are not accepted (a documented subset: never an invalid string);
+``idn-email``, ``idn-hostname`` and ``regex`` are not supported (refused, as unknown formats are).
 
 One documented relaxation: a hostname's *total* length limit (253 characters) is not
 enforced -- labels are (1-63 characters each). Intersecting the label grammar with a total
@@ -141,13 +143,28 @@ def _hostname() -> Expr:
 
 def _email() -> Expr:
     atext = alt(ALNUM, _c("!#$%&'*+-/=?^_`{|}~"))
-    local = seq(repeat(atext, 1, None), repeat(seq(lit("."), repeat(atext, 1, None))))
-    domain = alt(_hostname(), seq(lit("["), _ipv4(), lit("]")))
-    return seq(local, lit("@"), domain)
+    dot_string = seq(repeat(atext, 1, None), repeat(seq(lit("."), repeat(atext, 1, None))))
+    # Quoted-string: printable ASCII and space but '"' and '\\', or either after a backslash
+    # (RFC 5321 qtextSMTP / quoted-pairSMTP), written as JSON writes them
+    qtext = encode_chars([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)], escapes=False)
+    quoted_pair = seq(encode_chars([(0x5C, 0x5C)], escapes=False), encode_chars([(0x20, 0x7E)], escapes=False))
+    quoted = seq(lit('\\"'), repeat(alt(qtext, quoted_pair)), lit('\\"'))
+    # address literals: IPv4 only (an IPv6 literal's 150 states, after a local part of any length,
+    # doubled the product of an email with ``maxLength: 1024`` past the intersection limit)
+    literal = seq(lit("["), _ipv4(), lit("]"))
+    return seq(alt(dot_string, quoted), lit("@"), alt(_hostname(), literal))
 
 
-def _uri_parts() -> dict[str, Expr]:
-    unreserved = alt(ALNUM, _c("-._~"))
+#: RFC 3987's non-ASCII characters of IRIs (``ucschar``) and of their queries (``iprivate``)
+UCSCHAR = [(0xA0, 0xD7FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFEF),
+           *((p << 16, (p << 16) + 0xFFFD) for p in range(1, 14)), (0xE1000, 0xEFFFD)]
+IPRIVATE = [(0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD)]
+
+
+def _uri_parts(iri: bool = False) -> dict[str, Expr]:
+    """RFC 3986's ``URI`` and ``URI-reference``; with ``iri``, RFC 3987's ``IRI`` and
+    ``IRI-reference`` (the same grammar with ``ucschar`` unreserved, ``iprivate`` in queries)."""
+    unreserved = alt(ALNUM, _c("-._~"), *([encode_chars(UCSCHAR)] if iri else []))
     pct = seq(lit("%"), HEX, HEX)
     sub_delims = _c("!$&'()*+,;=")
     pchar = alt(unreserved, pct, sub_delims, _c(":@"))
@@ -166,12 +183,28 @@ def _uri_parts() -> dict[str, Expr]:
     path_absolute = seq(lit("/"), repeat(seq(segment_nz, path_abempty), 0, 1))
     path_rootless = seq(segment_nz, path_abempty)
     path_noscheme = seq(segment_nz_nc, path_abempty)
-    query = repeat(alt(pchar, _c("/?")))
-    tail = seq(repeat(seq(lit("?"), query), 0, 1), repeat(seq(lit("#"), query), 0, 1))
+    fragment = repeat(alt(pchar, _c("/?")))
+    query = repeat(alt(pchar, _c("/?"), encode_chars(IPRIVATE))) if iri else fragment
+    tail = seq(repeat(seq(lit("?"), query), 0, 1), repeat(seq(lit("#"), fragment), 0, 1))
     hier = alt(seq(lit("//"), authority, path_abempty), path_absolute, path_rootless, lit(""))
     uri = seq(scheme, lit(":"), hier, tail)
     rel = seq(alt(seq(lit("//"), authority, path_abempty), path_absolute, path_noscheme, lit("")), tail)
+    if iri:
+        return {"iri": uri, "iri-reference": alt(uri, rel)}
     return {"uri": uri, "uri-reference": alt(uri, rel)}
+
+
+def _uri_template() -> Expr:
+    """RFC 6570 level 4, with erratum 6937 (an apostrophe is a literal character)."""
+    pct = seq(lit("%"), HEX, HEX)
+    literal = alt(byteset(0x21, (0x23, 0x24), (0x26, 0x3B), 0x3D, (0x3F, 0x5B), 0x5D, 0x5F, (0x61, 0x7A), 0x7E),
+                  encode_chars(UCSCHAR + IPRIVATE), pct)
+    varchar = alt(ALNUM, lit("_"), pct)
+    varname = seq(varchar, repeat(seq(repeat(lit("."), 0, 1), varchar)))
+    modifier = alt(seq(lit(":"), byteset((0x31, 0x39)), repeat(DIGIT, 0, 3)), lit("*"))
+    varspec = seq(varname, repeat(modifier, 0, 1))
+    expression = seq(lit("{"), repeat(_c("+#./;?&=,!@|"), 0, 1), varspec, repeat(seq(lit(","), varspec)), lit("}"))
+    return repeat(alt(literal, expression))
 
 
 def _json_pointer() -> Expr:
@@ -180,6 +213,16 @@ def _json_pointer() -> Expr:
     tilde = seq(encode_chars([(0x7E, 0x7E)]), encode_chars([(0x30, 0x31)]))
     slash = encode_chars([(0x2F, 0x2F)])
     return repeat(seq(slash, repeat(alt(plain, tilde))))
+
+
+def _relative_json_pointer(adjust: bool) -> Expr:
+    """A non-negative integer, then ``#`` or a JSON pointer; with ``adjust`` (draft 2020-12's
+    draft-bhutton-relative-json-pointer-00), an index adjustment ``+n``/``-n`` may follow it."""
+    positive = seq(byteset((0x31, 0x39)), repeat(DIGIT))
+    head = alt(lit("0"), positive)
+    if adjust:
+        head = seq(head, repeat(seq(_c("+-"), positive), 0, 1))
+    return seq(head, alt(lit("#"), _json_pointer()))
 
 
 def _builders() -> dict:
@@ -195,7 +238,11 @@ def _builders() -> dict:
         "email": _email,
         "uri": lambda: _uri_parts()["uri"],
         "uri-reference": lambda: _uri_parts()["uri-reference"],
+        "iri": lambda: _uri_parts(iri=True)["iri"],
+        "iri-reference": lambda: _uri_parts(iri=True)["iri-reference"],
+        "uri-template": _uri_template,
         "json-pointer": _json_pointer,
+        "relative-json-pointer": lambda: _relative_json_pointer(adjust=True),
     }
 
 
@@ -215,12 +262,22 @@ FORMAT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "email": ("jane.doe@example.com", "bob@mail.example.org"),
     "uri": ("https://example.com/docs/page?id=42#top",),
     "uri-reference": ("/api/v1/items?page=2", "../images/logo.png"),
+    "iri": ("https://example.com/café?q=1#top",),
+    "iri-reference": ("/wiki/Café", "../images/logo.png"),
+    "uri-template": ("https://api.example.com/users/{id}{?fields,page}",),
     "json-pointer": ("/definitions/item/0",),
+    "relative-json-pointer": ("1/name", "0#"),
 }
 
 
+#: drafts whose relative JSON pointers take no index adjustment (draft-handrews-relative-json-pointer)
+_RJP_WITHOUT_ADJUSTMENT = frozenset({"draft4", "draft6", "draft7", "draft2019-09"})
+
+
 @cache
-def format_expr(name: str) -> Expr | None:
-    """Content language of ``format: name`` (None for formats that are not supported)."""
+def format_expr(name: str, draft: str = "draft2020-12") -> Expr | None:
+    """Content language of ``format: name`` under ``draft`` (None for formats that are not supported)."""
+    if name == "relative-json-pointer" and draft in _RJP_WITHOUT_ADJUSTMENT:
+        return _relative_json_pointer(adjust=False)
     b = _builders().get(name) if isinstance(name, str) else None
     return None if b is None else b()
