@@ -882,7 +882,7 @@ def test_format_test_suite(path):
     deviations = 0
     for case in json.loads(Path(path).read_text()):
         if name in REFUSED_FORMAT_FILES:
-            with pytest.raises(SchemaError, match="unknown format"):
+            with pytest.raises(SchemaError, match=r"unknown format 'unknown'|unsupported format '(regex|idn-\w+)': "):
                 json_schema_grammar(case["schema"])
             g = json_schema_grammar(case["schema"], strict_format=False)  # (format as an annotation)
             assert all(accepts(g, json.dumps(t["data"]).encode()) for t in case["tests"])

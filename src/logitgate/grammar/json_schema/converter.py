@@ -26,7 +26,7 @@ from . import numbers as num
 from .arrays import build_array
 from .complement import ARRAY_KEYWORDS, OBJECT_KEYWORDS, keyword_complement, some_member
 from .disjoint import ANNOTATIONS, KNOWN_KEYWORDS, disjoint
-from .formats import format_expr
+from .formats import UNSUPPORTED_FORMATS, format_expr
 from .lengths import counted_content, or_null, string_value
 from .objects import build_object
 from .refs import RefResolver
@@ -246,7 +246,9 @@ class Converter:
         process, whatever schema it comes from (see ``standalone_dfa``)."""
         e = format_expr(name, self.draft) if isinstance(name, str) else None
         if e is None:
-            self.fail(f"unknown format {name!r}", "format", pointer)
+            why = UNSUPPORTED_FORMATS.get(name) if isinstance(name, str) else None
+            self.fail(f"unsupported format {name!r}: {why}" if why else
+                      f"unknown format {name!r} (strict_format=False treats formats as annotations)", "format", pointer)
         return e
 
     def py_search(self, pattern: str, text: str, keyword: str, pointer: str) -> bool:

@@ -23,7 +23,7 @@ from functools import cache
 from ..ir import Expr, alt, and_, byteset, lit, not_, repeat, seq
 from .strings import encode_chars
 
-__all__ = ["FORMATS", "FORMAT_EXAMPLES", "format_expr"]
+__all__ = ["FORMATS", "FORMAT_EXAMPLES", "UNSUPPORTED_FORMATS", "format_expr"]
 
 
 def _c(chars: str) -> Expr:
@@ -269,6 +269,13 @@ FORMAT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "relative-json-pointer": ("1/name", "0#"),
 }
 
+
+#: formats of the JSON Schema vocabulary that are not supported, and why (the others are unknown)
+UNSUPPORTED_FORMATS = {
+    "regex": "an ECMA-262 pattern's syntax nests groups: not a regular language",
+    "idn-hostname": "IDNA2008's rules (Punycode, contextual rules) are not enforced",
+    "idn-email": "IDNA2008's rules (Punycode, contextual rules) are not enforced",
+}
 
 #: drafts whose relative JSON pointers take no index adjustment (draft-handrews-relative-json-pointer)
 _RJP_WITHOUT_ADJUSTMENT = frozenset({"draft4", "draft6", "draft7", "draft2019-09"})
