@@ -264,11 +264,13 @@ def _stacks(m: GrammarMatcher, tops: np.ndarray, pars: np.ndarray) -> list[list[
 def test_one_stack_steps_in_python_leave_the_configuration_the_kernel_leaves(case) -> None:
     """A token that does not fork one stack is stepped in Python (plain steps, calls, pops, then the
     pops of dead ends); at every step of random walks, for every token, the result -- rejected, or
-    the stack (its states and frames' depths) and whether it can end -- is the kernel's."""
+    the stack (its states and frames' depths) and whether it can end -- is the kernel's. A step
+    remembered in the grammar's step memo (one that never looked below its top frame), found again
+    at another stack with the same top, gives the kernel's result there too."""
     info = small_vocab(case.samples)
     cg = GrammarCompiler(info).compile_grammar(case.grammar())
     rng = random.Random(7)
-    python_steps = 0
+    python_steps = memo_steps = deep_steps = 0
     for _ in range(4):
         m = GrammarMatcher(cg)
         for _ in range(25):
@@ -276,10 +278,19 @@ def test_one_stack_steps_in_python_leave_the_configuration_the_kernel_leaves(cas
                 for t in range(info.num_tokens):
                     if t in m._stop_set or not m._rt.in_trie[t]:
                         continue
-                    fast = m._advance_one(m._rt.info.token_bytes[t])
+                    key = m._top.item(0) * m._rt.vocab_size + t
+                    remembered = cg._step_memo.get(key)
+                    slow = m._advance(m._rt.token_data(t))
+                    if remembered is not None:  # (from an earlier stack, or this one: accept_token reads it)
+                        probe = m.fork()
+                        assert probe.accept_token(t) == (slow is not None), (case.name, t)
+                        if slow is not None:
+                            assert _stacks(m, probe._top, probe._par) == _stacks(m, *slow[:2]), (case.name, t)
+                        memo_steps += 1
+                        deep_steps += bool(remembered[0])  # (it had read frames below the top)
+                    fast = m._advance_one(m._rt.info.token_bytes[t], key)
                     if fast is _KERNEL:
                         continue
-                    slow = m._advance(m._rt.token_data(t))
                     assert (fast is None) == (slow is None), (case.name, t)
                     if fast is not None:
                         python_steps += 1
@@ -293,6 +304,9 @@ def test_one_stack_steps_in_python_leave_the_configuration_the_kernel_leaves(cas
                 break
             assert m.accept_token(rng.choice(allowed))
     assert python_steps  # (the Python path was taken)
+    assert memo_steps  # (and the memo was read)
+    if case.name in ("arithmetic", "json_like", "tail_chains"):  # (grammars whose tokens pop)
+        assert deep_steps  # (steps that read frames below the top were remembered and found again)
 
 
 @settings(max_examples=15, deadline=None)

@@ -202,6 +202,9 @@ class CompiledGrammar:
         self._ctx_limit = context_cache_entries
         #: state -> its one-stack top array (``[state]``), shared by the matchers (never written)
         self._single_tops: dict[int, np.ndarray] = {}
+        #: one-stack steps that never looked below the top frame: ``top * vocab_size + token`` ->
+        #: ``(new top array, states of the frames pushed)`` or a rejection (see ``GrammarMatcher._advance_one``)
+        self._step_memo: dict[int, object] = {}
         self._lock = threading.Lock()
 
     @property
@@ -217,7 +220,8 @@ class CompiledGrammar:
         for plan in tuple(r.__dict__.get("_slice_plans", {}).values()):  # survival depths per state
             # (a tuple made in one call: a first mask in another thread may add a plan meanwhile)
             arrays += [plan.lower, plan.memo, plan.tables]
-        return int(sum(a.nbytes for a in arrays) + 64 * self._ctx_size + self._own_mask_bytes)
+        return int(sum(a.nbytes for a in arrays) + 64 * self._ctx_size + 150 * len(self._step_memo)
+                   + self._own_mask_bytes)
 
     def __repr__(self) -> str:
         st = self.rtn.stats

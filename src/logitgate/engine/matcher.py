@@ -217,25 +217,33 @@ class GrammarMatcher:
                 can_end = bool(info[4])
         return sc.out_top[:n].copy(), sc.out_par[:n].copy(), can_end
 
-    def _advance_one(self, data: bytes) -> tuple[np.ndarray, np.ndarray, None] | object | None:
+    def _advance_one(self, data: bytes, key: int) -> tuple[np.ndarray, np.ndarray, None] | object | None:
         """:meth:`_advance` for one stack when no byte of ``data`` leaves more than one stack, in
         Python: plain DFA steps, calls (their return frames kept aside until the token is read
         whole, then written to the pool as the kernel persists them), pops, and after the last byte
         the pops of dead ends -- what the step kernel does for such a stack; ``_KERNEL`` where a byte
         forks the stack (the kernel then steps the token). A kernel call's arguments cost ~1.8 µs, a
-        plain byte stepped here ~0.15."""
+        plain byte stepped here ~0.15.
+
+        The outcome depends on the top state, the token and the states of the frames below the top
+        that the step read (popping into them, or finding the stack's bottom), nearest first: it is
+        remembered in the grammar's step memo under ``key`` (the top state and the token), as those
+        states, how many frames it popped, the new top and the frames it pushed -- or as a
+        rejection (see :meth:`accept_token`)."""
         (trans, byte_class, simple, dead_end, final, ncls,
          chain_ptr, chain_target, push_ptr, push) = self._views
         t = self._top.item(0)
         p = _UNREAD
         ps = pp = None
+        below: list[int] = []  # the pool frames read below the top, nearest first (a path down the stack)
+        bottom = False  # (whether the step found the stack's bottom past them)
         new_s: list[int] = []  # frames pushed by this token: ids _ARENA + k (as the kernel's arena)
         new_p: list[int] = []
         for b in data:
             if simple[t]:
                 t = trans[t * ncls + byte_class[b]]
                 if t < 0:
-                    return None
+                    return self._remember(key, below, bottom, _REJECTED)
                 continue
             # a state that may call or pop: every way it can read the byte, as the step kernel's work
             # list explores them (a pop goes on in the caller's state), must come to one stack
@@ -257,14 +265,19 @@ class GrammarMatcher:
                         if t >= 0:
                             return _KERNEL
                         t, p, j = nt, q, k
-                if not final[s] or q < 0:
+                if not final[s]:
                     break
                 if q >= _ARENA:
                     s, q = new_s[q - _ARENA], new_p[q - _ARENA]
+                elif q < 0:
+                    bottom = True
+                    break
                 else:
+                    if q not in below:
+                        below.append(q)
                     s, q = ps[q], pp[q]  # type: ignore[index]
             if t < 0:
-                return None
+                return self._remember(key, below, bottom, _REJECTED)
             if j >= 0:  # entered through a call chain: its return frames, outermost first
                 for k in range(push_ptr[j], push_ptr[j + 1]):
                     new_s.append(push[k])
@@ -273,19 +286,66 @@ class GrammarMatcher:
         if p == _UNREAD:
             par = self._par
             if not dead_end[t]:
-                return self._single_top(t), par, None
+                top = self._single_top(t)
+                self._remember(key, below, bottom, (top, 0, ()))
+                return top, par, None
             p = par.item(0)
             ps, pp, _ = self._pool.views
-        while dead_end[t] and p >= 0:  # (only a pop can follow: the caller's state, as the kernel leaves it)
+        while dead_end[t]:  # (only a pop can follow: the caller's state, as the kernel leaves it)
             if p >= _ARENA:
                 t, p = new_s[p - _ARENA], new_p[p - _ARENA]
+            elif p < 0:
+                bottom = True
+                break
             else:
+                if p not in below:
+                    below.append(p)
                 t, p = ps[p], pp[p]  # type: ignore[index]
-        if p >= _ARENA:
-            p = self._persist(p, new_s, new_p)
-        par = _ONE_INT32.copy()  # (~0.3 µs; np.array([p], dtype=np.int32) is ~0.6)
-        par[0] = p
-        return self._single_top(t), par, None
+        top = self._single_top(t)
+        chain = []  # the frames this token leaves pushed, callers first
+        while p >= _ARENA:
+            chain.append(new_s[p - _ARENA])
+            p = new_p[p - _ARENA]
+        chain.reverse()
+        popped = 0 if p == self._par.item(0) else below.index(next(f for f in below if pp[f] == p)) + 1  # type: ignore[index]
+        self._remember(key, below, bottom, (top, popped, tuple(chain)))
+        if not chain:
+            return top, self._par if popped == 0 else _one_int32(p), None
+        return top, _one_int32(self._push_frames(p, chain)), None
+
+    def _remember(self, key: int, below: list[int], bottom: bool, outcome: tuple | object) -> None:
+        """Keep ``outcome`` in the step memo, with the states of the frames ``below`` the top the
+        step read (and whether it found the bottom past them); returns None (a rejection's result)."""
+        memo = self._cg._step_memo
+        if len(memo) >= _STEP_MEMO_LIMIT:
+            memo.clear()
+        ps = self._pool.views[0]
+        memo[key] = (tuple([ps[f] for f in below]), bottom, outcome)
+        return None
+
+    def _remembered(self, hit: tuple) -> tuple[np.ndarray, np.ndarray, None] | object | None:
+        """The step memo's outcome ``hit`` applied to this stack, or ``_KERNEL`` where the frames
+        below the top are not those the remembered step read."""
+        states, bottom, outcome = hit
+        par = self._par
+        q = p = par.item(0)
+        if states or bottom:
+            ps, pp, _ = self._pool.views
+            popped = outcome[1] if outcome is not _REJECTED else 0  # type: ignore[index]
+            for i, st in enumerate(states):
+                if q < 0 or ps[q] != st:
+                    return _KERNEL
+                q = pp[q]
+                if i + 1 == popped:
+                    p = q
+            if bottom and q >= 0:
+                return _KERNEL
+        if outcome is _REJECTED:
+            return None
+        top, popped, pushed = outcome  # type: ignore[misc]
+        if pushed:
+            return top, _one_int32(self._push_frames(p, pushed)), None
+        return top, par if popped == 0 else _one_int32(p), None
 
     def _single_top(self, state: int) -> np.ndarray:
         """The one-entry top array of ``state``, shared by every matcher of the grammar (configuration
@@ -295,23 +355,19 @@ class GrammarMatcher:
             a = self._single_tops[state] = np.array([state], dtype=np.int32)
         return a
 
-    def _persist(self, p: int, new_s: list[int], new_p: list[int]) -> int:
-        """Write the frames below ``p`` that :meth:`_advance_one` pushed into the pool (callers
-        first, as :func:`._walk.persist` does); returns ``p``'s index there."""
-        chain = []
-        while p >= _ARENA:
-            chain.append(p - _ARENA)
-            p = new_p[p - _ARENA]
+    def _push_frames(self, p: int, states: list[int] | tuple[int, ...]) -> int:
+        """Write frames of ``states`` (callers first) into the pool, each the parent of the next,
+        the first one's parent ``p`` (as :func:`._walk.persist` does); returns the last one's index."""
         pool = self._pool
         with pool.lock:
             free = pool.size
-            if free + len(chain) > len(pool.views[0]):
-                pool.reserve(len(chain))
+            if free + len(states) > len(pool.views[0]):
+                pool.reserve(len(states))
             ps, pp, pd = pool.views
             depth = 0 if p < 0 else pd[p]
-            for a in reversed(chain):
+            for st in states:
                 depth += 1
-                ps[free], pp[free], pd[free] = new_s[a], p, depth
+                ps[free], pp[free], pd[free] = st, p, depth
                 p = free
                 free += 1
             pool.size = free
@@ -333,7 +389,12 @@ class GrammarMatcher:
             return False
         res = _KERNEL
         if self._top.shape[0] == 1:  # (one stack: most steps)
-            res = self._advance_one(rt.info.token_bytes[token_id])
+            key = self._top.item(0) * rt.vocab_size + token_id
+            hit = self._cg._step_memo.get(key)
+            if hit is not None:  # (this top read this token before: the same outcome where the same frames lie below)
+                res = self._remembered(hit)
+            if res is _KERNEL:
+                res = self._advance_one(rt.info.token_bytes[token_id], key)
         if res is _KERNEL:
             res = self._advance(rt.token_data(token_id))
         if res is None:
@@ -510,6 +571,17 @@ _ARENA = _walk.ARENA
 
 
 _ONE_INT32 = np.zeros(1, dtype=np.int32)
+#: a rejection in the step memo (:meth:`GrammarMatcher._advance_one`)
+_REJECTED = object()
+#: entries a grammar's step memo holds (top state and token -> outcome; ~200 bytes each), cleared when full
+_STEP_MEMO_LIMIT = 16_384
+
+
+def _one_int32(value: int) -> np.ndarray:
+    """``[value]`` as an int32 array (~0.3 µs; ``np.array([value], dtype=np.int32)`` is ~0.6)."""
+    a = _ONE_INT32.copy()
+    a[0] = value
+    return a
 _CONTEXT_MEMO_LIMIT = 1024  # stacks whose context tokens a frame pool remembers (entries, as the grammar's tree)
 
 
