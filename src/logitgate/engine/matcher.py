@@ -307,7 +307,8 @@ class GrammarMatcher:
             chain.append(new_s[p - _ARENA])
             p = new_p[p - _ARENA]
         chain.reverse()
-        popped = 0 if p == self._par.item(0) else below.index(next(f for f in below if pp[f] == p)) + 1  # type: ignore[index]
+        # (``below`` runs down from the top's parent: ``p`` is one of them, or the parent of the last)
+        popped = below.index(p) if p in below else len(below)
         self._remember(key, below, bottom, (top, popped, tuple(chain)))
         if not chain:
             return top, self._par if popped == 0 else _one_int32(p), None
@@ -319,8 +320,11 @@ class GrammarMatcher:
         memo = self._cg._step_memo
         if len(memo) >= _STEP_MEMO_LIMIT:
             memo.clear()
-        ps = self._pool.views[0]
-        memo[key] = (tuple([ps[f] for f in below]), bottom, outcome)
+        if below:
+            ps = self._pool.views[0]
+            memo[key] = (tuple([ps[f] for f in below]), bottom, outcome)
+        else:
+            memo[key] = ((), bottom, outcome)
         return None
 
     def _remembered(self, hit: tuple) -> tuple[np.ndarray, np.ndarray, None] | object | None:
