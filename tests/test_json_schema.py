@@ -264,6 +264,29 @@ def test_objects_order_required_and_additional():
     check({"minProperties": 2, "maxProperties": 1}, good=[1, "s", []], bad=[{}, {"a": 1}, {"a": 1, "b": 2}])
 
 
+def test_members_from_applicators_come_where_the_document_writes_them():
+    """Members a conjunction brings (``allOf``, a ``$ref`` beside ``properties``, an ``anyOf`` or
+    ``oneOf`` branch) come before the node's own ``properties`` where the keyword is written before
+    them -- a base schema's members first, as the document reads -- and after them otherwise."""
+    base = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    own = {"b": {"type": "integer"}}
+    a_b, b_a = b'{"a": 1, "b": 2}', b'{"b": 2, "a": 1}'
+    for schema, first in [
+        ({"allOf": [base], "properties": own}, a_b),
+        ({"properties": own, "allOf": [base]}, b_a),
+        ({"$defs": {"base": base}, "$ref": "#/$defs/base", "properties": own}, a_b),
+        ({"properties": own, "$ref": "#/$defs/base", "$defs": {"base": base}}, b_a),
+        ({"anyOf": [base, {"required": ["z"]}], "properties": own}, a_b),
+        ({"oneOf": [base, {"type": "string"}], "properties": own}, a_b),
+        ({"properties": own, "oneOf": [base, {"type": "string"}]}, b_a),
+        ({"allOf": [{"allOf": [base], "properties": {"c": {}}}], "properties": own}, b'{"a": 1, "c": 0, "b": 2}'),
+    ]:
+        g = json_schema_grammar(schema)
+        assert accepts(g, first), (schema, first)
+        assert not accepts(g, a_b if first == b_a else b_a), schema
+        assert jsonschema.Draft202012Validator(schema).is_valid(json.loads(first))
+
+
 def test_equal_subschemas_share_one_rule():
     """Members with equal schemas at different places get one rule (its body built once per place,
     kept once); recursion through such a rule still works."""

@@ -351,7 +351,9 @@ class Converter:
                 return False
         # (a node that is only a followed $ref adds nothing of its own: left out, every use of the
         # same target is the same conjunction, hence the same rule)
+        at = None
         if not legacy_ref and not (ref is not None and "$ref" not in self.ignore and _only(schema, "$ref")):
+            at = len(out)
             out.append(node)
         if ref is not None and "$ref" not in self.ignore:
             target, tbase = self.refs.resolve(ref, base, ptr)
@@ -368,6 +370,8 @@ class Converter:
             for i, sub in enumerate(all_of):
                 if not self.expand(sub, base, f"{ptr}/allOf/{i}", out, seen):
                     return False
+        if at is not None and _written_before_properties(schema, _REF_ALL_OF):
+            out.append(out.pop(at))  # (members in the order the document writes them: see value order)
         return True
 
     def nodes_of(self, schema: Any, base: str, ptr: str) -> list[Node] | None:
@@ -598,9 +602,13 @@ class Converter:
             raise SchemaError(f"{kw} must be a non-empty array", keyword=kw, pointer=n.ptr)
         alts: list[list[Node]] = []
         raws: list[Any] = []
+        first = _written_before_properties(s, (kw,))  # (a branch's members before the node's own)
         for i, sub in enumerate(branches):
-            b = list(rest)
-            if self.expand(sub, n.base, f"{n.ptr}/{kw}/{i}", b) and not self.excluded(b):
+            b = [] if first else list(rest)
+            ok = self.expand(sub, n.base, f"{n.ptr}/{kw}/{i}", b, {m.key for m in rest} if first else None)
+            if first:
+                b = [*rest[:idx], *b, *rest[idx:]]
+            if ok and not self.excluded(b):
                 alts.append(b)
                 raws.append(sub)
         if kw == "oneOf":
@@ -1216,6 +1224,24 @@ def _standard_metaschema(uri: Any) -> bool:
     return u.startswith("http://json-schema.org/") and any(
         d in u for d in ("draft-04", "draft-06", "draft-07", "2019-09", "2020-12", "/schema")
     )
+
+
+_REF_ALL_OF = ("$ref", "allOf")
+
+
+def _written_before_properties(schema: dict, keywords: tuple[str, ...]) -> bool:
+    """Whether one of ``keywords`` comes before ``properties`` in ``schema`` as written. Declared
+    members come in the order the document writes them: ``{"allOf": [{"$ref": "#/$defs/base"}],
+    "properties": {...}}`` puts the base's members first, ``{"properties": {...}, "allOf": [...]}``
+    its own (the conjunction's nodes are ordered so; the object builder takes members node by node)."""
+    if "properties" not in schema:
+        return False
+    for k in schema:
+        if k == "properties":
+            return False
+        if k in keywords:
+            return True
+    return False
 
 
 def _only(schema: dict, kw: str) -> bool:
