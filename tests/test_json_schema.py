@@ -285,6 +285,14 @@ def test_members_from_applicators_come_where_the_document_writes_them():
         assert accepts(g, first), (schema, first)
         assert not accepts(g, a_b if first == b_a else b_a), schema
         assert jsonschema.Draft202012Validator(schema).is_valid(json.loads(first))
+    # names a schema restates in its own properties keep the order written there: the branch's
+    # members are merged into it (keys sorted by a JSON dump put every applicator first)
+    restated = {"additionalProperties": False, "oneOf": [
+        {"properties": {"a": {"const": 1}, "c": {"const": 1}}, "required": ["a"]},
+        {"properties": {"a": {"const": 2}, "c": {"const": 2}}, "required": ["a"]}],
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}, "d": {}}}
+    check(restated, good=[{"a": 1, "b": 5, "c": 1, "d": 0}, {"a": 2, "c": 2}],
+          bad=[{"a": 1, "c": 2}, b'{"a": 1, "c": 1, "b": 5}', b'{"d": 0, "a": 1}'])
 
 
 def test_equal_subschemas_share_one_rule():

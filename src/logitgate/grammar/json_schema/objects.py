@@ -62,9 +62,8 @@ def build_object(cv: Converter, nodes: list[Node]) -> Expr:
             raise SchemaError("properties/patternProperties must be objects", keyword="properties", pointer=n.ptr)
         if props or pats or addl is not None:
             comps.append((props, pats, addl, n))
-        for k in props:
-            if k not in names:
-                names.append(k)
+        if props:
+            names = _merged_order(names, props)
         if "required" in s and "required" not in ign:
             req = s["required"]
             if not isinstance(req, list) or not all(isinstance(x, str) for x in req):
@@ -204,6 +203,31 @@ def _split_extras(cv: Converter, parts: list[tuple[Expr, list[Node]]],
                 if not cv.is_empty(val):
                     out.setdefault(meets, []).append((region, val))
     return {meets: e for meets, kv in out.items() if (e := _alt_members(cv, kv)) is not None}
+
+
+def _merged_order(names: list[str], props: dict) -> list[str]:
+    """``names`` with the new names of ``props`` merged in, each list keeping its order: a new name
+    goes before the next name of ``props`` that ``names`` holds already, or at the end. (A base
+    schema's ``properties`` restated by a schema that also lists its own: the restated order holds,
+    ``{"oneOf": [{"properties": {"a", "c"}}], "properties": {"a", "b", "c"}}`` is a, b, c.)"""
+    have = set(names)
+    before: dict[str, list[str]] = {}
+    pending: list[str] = []
+    for k in props:
+        if k in have:
+            if pending:
+                before.setdefault(k, []).extend(pending)
+                pending = []
+        else:
+            pending.append(k)
+            have.add(k)
+    if not before:
+        return names + pending
+    out: list[str] = []
+    for k in names:
+        out.extend(before.get(k, ()))
+        out.append(k)
+    return out + pending
 
 
 def _members_in_order(cv: Converter, members: list[tuple[str, list[tuple[Expr, int]], bool]], extra: Expr | None,
