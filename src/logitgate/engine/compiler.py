@@ -220,7 +220,7 @@ class CompiledGrammar:
         for plan in tuple(r.__dict__.get("_slice_plans", {}).values()):  # survival depths per state
             # (a tuple made in one call: a first mask in another thread may add a plan meanwhile)
             arrays += [plan.lower, plan.memo, plan.tables]
-        return int(sum(a.nbytes for a in arrays) + 64 * self._ctx_size + 150 * len(self._step_memo)
+        return int(sum(a.nbytes for a in arrays) + 64 * self._ctx_size + 300 * len(self._step_memo)
                    + self._own_mask_bytes)
 
     def __repr__(self) -> str:

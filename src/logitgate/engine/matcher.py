@@ -577,7 +577,7 @@ _ARENA = _walk.ARENA
 _ONE_INT32 = np.zeros(1, dtype=np.int32)
 #: a rejection in the step memo (:meth:`GrammarMatcher._advance_one`)
 _REJECTED = object()
-#: entries a grammar's step memo holds (top state and token -> outcome; ~200 bytes each), cleared when full
+#: entries a grammar's step memo holds (top state and token -> outcome; ~300 bytes each), cleared when full
 _STEP_MEMO_LIMIT = 16_384
 
 
