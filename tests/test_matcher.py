@@ -265,8 +265,8 @@ def test_one_stack_steps_in_python_leave_the_configuration_the_kernel_leaves(cas
     """A token that does not fork one stack is stepped in Python (plain steps, calls, pops, then the
     pops of dead ends); at every step of random walks, for every token, the result -- rejected, or
     the stack (its states and frames' depths) and whether it can end -- is the kernel's. A step
-    remembered in the grammar's step memo (one that never looked below its top frame), found again
-    at another stack with the same top, gives the kernel's result there too."""
+    remembered in the grammar's step memo (with the states of the frames below the top it read),
+    found again at another stack with the same top, gives the kernel's result there too."""
     info = small_vocab(case.samples)
     cg = GrammarCompiler(info).compile_grammar(case.grammar())
     rng = random.Random(7)

@@ -202,8 +202,9 @@ class CompiledGrammar:
         self._ctx_limit = context_cache_entries
         #: state -> its one-stack top array (``[state]``), shared by the matchers (never written)
         self._single_tops: dict[int, np.ndarray] = {}
-        #: one-stack steps that never looked below the top frame: ``top * vocab_size + token`` ->
-        #: ``(new top array, states of the frames pushed)`` or a rejection (see ``GrammarMatcher._advance_one``)
+        #: one-stack steps by ``top * vocab_size + token``: the states of the frames below the top the
+        #: step read, whether it found the bottom past them, and its outcome (the new top array, frames
+        #: popped, states of the frames pushed) or a rejection (see ``GrammarMatcher._advance_one``)
         self._step_memo: dict[int, object] = {}
         self._lock = threading.Lock()
 

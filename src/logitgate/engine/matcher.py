@@ -586,6 +586,8 @@ def _one_int32(value: int) -> np.ndarray:
     a = _ONE_INT32.copy()
     a[0] = value
     return a
+
+
 _CONTEXT_MEMO_LIMIT = 1024  # stacks whose context tokens a frame pool remembers (entries, as the grammar's tree)
 
 

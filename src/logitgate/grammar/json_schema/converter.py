@@ -603,9 +603,10 @@ class Converter:
         alts: list[list[Node]] = []
         raws: list[Any] = []
         first = _written_before_properties(s, (kw,))  # (a branch's members before the node's own)
+        keys = {m.key for m in rest} if first else None
         for i, sub in enumerate(branches):
             b = [] if first else list(rest)
-            ok = self.expand(sub, n.base, f"{n.ptr}/{kw}/{i}", b, {m.key for m in rest} if first else None)
+            ok = self.expand(sub, n.base, f"{n.ptr}/{kw}/{i}", b, set(keys) if first else None)
             if first:
                 b = [*rest[:idx], *b, *rest[idx:]]
             if ok and not self.excluded(b):
