@@ -280,6 +280,12 @@ def test_members_from_applicators_come_where_the_document_writes_them():
         ({"oneOf": [base, {"type": "string"}], "properties": own}, a_b),
         ({"properties": own, "oneOf": [base, {"type": "string"}]}, b_a),
         ({"allOf": [{"allOf": [base], "properties": {"c": {}}}], "properties": own}, b'{"a": 1, "c": 0, "b": 2}'),
+        # a branch's members stand where the node holding the keyword stands, before later members
+        # of the conjunction: allOf's first item is the oneOf, its second the properties
+        ({"allOf": [{"oneOf": [base, {"type": "string"}]}, {"properties": own}]}, a_b),
+        ({"allOf": [{"properties": own}, {"oneOf": [base, {"type": "string"}]}]}, b_a),
+        ({"$defs": {"base": {"anyOf": [base, {"required": ["z"]}]}}, "$ref": "#/$defs/base", "properties": own}, a_b),
+        ({"properties": {"c": {}}, "allOf": [{"properties": own}], "oneOf": [base, {"type": "string"}]}, b_a),
     ]:
         g = json_schema_grammar(schema)
         assert accepts(g, first), (schema, first)
@@ -293,6 +299,53 @@ def test_members_from_applicators_come_where_the_document_writes_them():
         "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}, "d": {}}}
     check(restated, good=[{"a": 1, "b": 5, "c": 1, "d": 0}, {"a": 2, "c": 2}],
           bad=[{"a": 1, "c": 2}, b'{"a": 1, "c": 1, "b": 5}', b'{"d": 0, "a": 1}'])
+
+
+_LATER_DRAFT_CASES = [  # (keyword, schema, values): each keyword some older draft does not have
+    ("const", {"const": 1}, [1, 2]),
+    ("contains", {"type": "array", "contains": {"type": "string"}}, [["x"], [2], []]),
+    ("propertyNames", {"type": "object", "propertyNames": {"maxLength": 1}}, [{"a": 1}, {"ab": 1}]),
+    ("if/then", {"if": {"type": "integer"}, "then": {"minimum": 5}}, [7, 2, "x"]),
+    ("if/else", {"if": {"type": "integer"}, "else": {"type": "boolean"}}, [7, "x", True]),
+    ("dependentRequired", {"type": "object", "dependentRequired": {"a": ["b"]}}, [{"a": 1, "b": 2}, {"a": 1}]),
+    ("dependentSchemas", {"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}}, [{"a": 1}, {"b": 1}]),
+    ("prefixItems", {"type": "array", "prefixItems": [{"type": "integer"}]}, [[1], ["x"], []]),
+    ("minContains", {"type": "array", "contains": {"const": 1}, "minContains": 2}, [[1], [1, 1], []]),
+    ("unevaluatedProperties", {"type": "object", "properties": {"a": {}}, "unevaluatedProperties": False},
+     [{"a": 1}, {"b": 1}]),
+]
+_DRAFT_URIS = {"draft4": "http://json-schema.org/draft-04/schema#", "draft6": "http://json-schema.org/draft-06/schema#",
+               "draft7": "http://json-schema.org/draft-07/schema#",
+               "draft2019-09": "https://json-schema.org/draft/2019-09/schema",
+               "draft2020-12": "https://json-schema.org/draft/2020-12/schema"}
+
+
+@pytest.mark.parametrize("draft", list(_DRAFT_URIS))
+@pytest.mark.parametrize("keyword,schema,values", _LATER_DRAFT_CASES, ids=[c[0] for c in _LATER_DRAFT_CASES])
+def test_keywords_of_later_drafts_are_annotations_under_the_declared_draft(keyword, schema, values, draft):
+    """A keyword introduced after the draft ``$schema`` names constrains nothing there, as the
+    validator of that draft decides (``if``/``then`` in a draft-04 schema: MaskBench's
+    ``Github_medium---o39097``); where the draft has it, it is enforced."""
+    doc = {"$schema": _DRAFT_URIS[draft], **schema}
+    validator = jsonschema.validators.validator_for(doc)(doc)
+    try:
+        g = json_schema_grammar(doc)
+    except SchemaError:  # (unevaluatedProperties where it is a keyword: refused, never dropped)
+        assert keyword == "unevaluatedProperties" and draft in ("draft2019-09", "draft2020-12")
+        return
+    verdicts = [validator.is_valid(v) for v in values]
+    assert [accepts(g, json.dumps(v).encode()) for v in values] == verdicts, verdicts
+    if keyword in ("const", "if/then", "prefixItems") and draft == "draft2020-12":
+        assert not all(verdicts)  # (the cases tell a constraint from an annotation)
+
+
+def test_schemas_without_a_draft_take_draft_07_spellings():
+    # no $schema: draft 2020-12, and dependencies / items arrays as draft 7 spelled them (enforced)
+    schema = {"type": "object", "dependencies": {"a": ["b"]}, "items": [{"type": "integer"}]}
+    g = json_schema_grammar(schema)
+    for v in ({"a": 1, "b": 2}, {"b": 1}, {"a": 1}):
+        assert accepts(g, json.dumps(v).encode()) == jsonschema.Draft7Validator(schema).is_valid(v), v
+    assert not accepts(g, b'{"a": 1}')
 
 
 def test_equal_subschemas_share_one_rule():

@@ -43,6 +43,17 @@ _TYPE_MAP = {
 # keywords that cannot be enforced exactly (refused unless trivially satisfied or ignored)
 _UNSUPPORTED = ("$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems")
 _DEPENDENCY_KWS = ("dependentRequired", "dependentSchemas", "dependencies")
+_SINCE_2019 = frozenset({"dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
+                         "minContains", "maxContains", "$recursiveRef", "prefixItems", "$dynamicRef"})
+#: the validation keywords each older draft does not have, introduced by a later one: annotations under
+#: it. (A schema without ``$schema`` is read as draft 2020-12 that also takes draft-07 spellings --
+#: ``dependencies``, ``items`` as an array -- so none of 2020-12's are dropped, whatever draft wrote it.)
+LATER_KEYWORDS: dict[str, frozenset[str]] = {
+    "draft4": _SINCE_2019 | {"const", "contains", "propertyNames", "if", "then", "else"},
+    "draft6": _SINCE_2019 | {"if", "then", "else"},
+    "draft7": _SINCE_2019,
+    "draft2019-09": frozenset({"prefixItems", "$dynamicRef"}),
+}
 _TYPE_SCHEMAS = {
     "null": {"type": "null"}, "boolean": {"type": "boolean"}, "object": {"type": "object"},
     "array": {"type": "array"}, "string": {"type": "string"}, "integer": {"type": "integer"},
@@ -155,8 +166,9 @@ class Converter:
             raise SchemaError(f"unknown meta-schema {meta!r} (its vocabularies cannot be known)",
                               keyword="$schema", pointer="#")
         self.draft = self.refs.draft
-        if self.draft == "draft4":
-            self.ignore.add("const")  # (draft 4 has no const: an annotation, as jsonschema treats it)
+        # a keyword a later draft introduced is an annotation under the draft ``$schema`` names (as
+        # jsonschema treats it): ``if``/``then`` in a draft-04 schema constrain nothing
+        self.ignore.update(LATER_KEYWORDS.get(self.draft, ()))
         self.rules: dict[str, Expr] = {}
         self.memo: dict[tuple, str] = {}
         self.in_progress: dict[str, int] = {}
@@ -602,13 +614,19 @@ class Converter:
             raise SchemaError(f"{kw} must be a non-empty array", keyword=kw, pointer=n.ptr)
         alts: list[list[Node]] = []
         raws: list[Any] = []
-        first = _written_before_properties(s, (kw,))  # (a branch's members before the node's own)
-        keys = {m.key for m in rest} if first else None
+        # a branch's members come where the node stands in the conjunction: before the node's own
+        # when the keyword is written before its properties, else after them -- right after them when
+        # no members of the node's allOf/$ref follow it (``allOf: [{oneOf: ...}, {properties: ...}]``
+        # puts the branch first), else after every node (where those end is not kept)
+        if _written_before_properties(s, (kw,)):
+            at = idx
+        else:
+            at = len(rest) if any(k in s for k in _REF_ALL_OF) else idx + 1
+        keys = {m.key for m in rest}
         for i, sub in enumerate(branches):
-            b = [] if first else list(rest)
-            ok = self.expand(sub, n.base, f"{n.ptr}/{kw}/{i}", b, set(keys) if first else None)
-            if first:
-                b = [*rest[:idx], *b, *rest[idx:]]
+            b: list[Node] = []
+            ok = self.expand(sub, n.base, f"{n.ptr}/{kw}/{i}", b, set(keys))
+            b = [*rest[:at], *b, *rest[at:]]
             if ok and not self.excluded(b):
                 alts.append(b)
                 raws.append(sub)
