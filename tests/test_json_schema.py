@@ -313,6 +313,11 @@ _LATER_DRAFT_CASES = [  # (keyword, schema, values): each keyword some older dra
     ("minContains", {"type": "array", "contains": {"const": 1}, "minContains": 2}, [[1], [1, 1], []]),
     ("unevaluatedProperties", {"type": "object", "properties": {"a": {}}, "unevaluatedProperties": False},
      [{"a": 1}, {"b": 1}]),
+    # the converter's own schemas keep their keywords: not(every item null) is an array with an item
+    # that is not null (``contains``, which draft 4 does not have)
+    ("not items", {"not": {"type": "array", "items": {"type": "null"}}}, [[], [None], [1], [None, 2], 3]),
+    ("not propertyNames", {"not": {"type": "object", "additionalProperties": False, "patternProperties": {
+        "^a": {}}}}, [{}, {"a": 1}, {"b": 1}, {"a": 1, "bc": 2}]),
 ]
 _DRAFT_URIS = {"draft4": "http://json-schema.org/draft-04/schema#", "draft6": "http://json-schema.org/draft-06/schema#",
                "draft7": "http://json-schema.org/draft-07/schema#",
@@ -1123,19 +1128,43 @@ _ONE_MEMBER_VALUES = st.recursive(
     lambda c: st.lists(c, max_size=2) | st.dictionaries(st.text("ab", max_size=1), c, max_size=1), max_leaves=3)
 
 
+def _under_draft(schema, draft):
+    """``schema`` under ``draft``'s ``$schema`` (None: as it is). Draft 4 has no boolean schemas (its
+    validator cannot read one, and the converter reads one as later drafts do): such a schema stays
+    without ``$schema``."""
+    if draft is None or not isinstance(schema, dict) or (draft == "draft4" and _has_boolean_schema(schema)):
+        return schema
+    return {"$schema": _DRAFT_URIS[draft], **schema}
+
+
+def _has_boolean_schema(s) -> bool:
+    """Whether a boolean stands for a schema in ``s`` (draft 4 allows one for additionalProperties
+    and additionalItems only; the values of enum and const are data)."""
+    if isinstance(s, bool):
+        return True
+    if isinstance(s, list):
+        return any(_has_boolean_schema(x) for x in s)
+    return isinstance(s, dict) and any(
+        _has_boolean_schema(v) for k, v in s.items() if k not in ("enum", "const", "required")
+        and not (k in ("additionalProperties", "additionalItems") and isinstance(v, bool)))
+
+
 @settings(max_examples=300, deadline=None)
-@given(schema=_combinator_schemas(2), values=st.lists(_SMALL_VALUES | _ONE_MEMBER_VALUES, min_size=10, max_size=10))
-def test_combinator_grammars_agree_with_jsonschema(schema, values):
-    """Random allOf/anyOf/oneOf/not/if over type, enum, const and bound schemas: where the schema
-    converts, the grammar accepts a value exactly when jsonschema says it is valid (overlapping
-    oneOf branches, finite and not, are where exactness is hardest)."""
+@given(schema=_combinator_schemas(2), values=st.lists(_SMALL_VALUES | _ONE_MEMBER_VALUES, min_size=10, max_size=10),
+       draft=st.sampled_from([None, *_DRAFT_URIS]))
+def test_combinator_grammars_agree_with_jsonschema(schema, values, draft):
+    """Random allOf/anyOf/oneOf/not/if over type, enum, const and bound schemas, under no
+    ``$schema`` or a draft's: where the schema converts, the grammar accepts a value exactly when
+    that draft's jsonschema validator says it is valid (overlapping oneOf branches, finite and not,
+    are where exactness is hardest; ``if`` and ``const`` are keywords of some drafts only)."""
     import jsonschema
 
+    schema = _under_draft(schema, draft)
     try:
         g = json_schema_grammar(schema)
     except (SchemaError, UnsupportedFeatureError):
         return  # (refused loudly: allowed)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
     for v in values:
         assert accepts(g, json.dumps(v).encode()) == validator.is_valid(v), (schema, v)
 
@@ -1168,18 +1197,20 @@ _STRUCTURED_VALUES = st.recursive(
 @given(schema=st.one_of(_STRUCTURED, st.builds(
            _combined, st.sampled_from(["allOf", "anyOf", "oneOf", "not", "if"]),
            st.lists(_STRUCTURED, min_size=1, max_size=3), st.just({}) | _STRUCTURED.filter(lambda x: isinstance(x, dict)))),
-       values=st.lists(_STRUCTURED_VALUES, min_size=10, max_size=10))
-def test_object_and_array_grammars_accept_only_valid_values(schema, values):
-    """Objects and arrays (counts, dependencies, ``contains``) under combinators: where the schema
-    converts, nothing its grammar accepts is invalid. (A valid instance may be rejected for its key
-    order: declared properties come first, in declared order; keys here are sorted, "a" before "b".)"""
+       values=st.lists(_STRUCTURED_VALUES, min_size=10, max_size=10), draft=st.sampled_from([None, *_DRAFT_URIS]))
+def test_object_and_array_grammars_accept_only_valid_values(schema, values, draft):
+    """Objects and arrays (counts, dependencies, ``contains``) under combinators and a draft's
+    ``$schema`` (or none): where the schema converts, nothing its grammar accepts is invalid under
+    that draft. (A valid instance may be rejected for its key order: declared properties come
+    first, in declared order; keys here are sorted, "a" before "b".)"""
     import jsonschema
 
+    schema = _under_draft(schema, draft)
     try:
         g = json_schema_grammar(schema)
     except (SchemaError, UnsupportedFeatureError):
         return
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
     for v in values:
         if accepts(g, json.dumps(v).encode()):
             assert validator.is_valid(v), (schema, v)

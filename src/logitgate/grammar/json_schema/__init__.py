@@ -63,7 +63,7 @@ def json_schema_grammar(
         strict_format=strict_format,
         literal_spellings=literal_spellings,
     )
-    nodes = cv.nodes_of(root, cv.refs.root_base, "#")
+    nodes = cv.nodes_of(cv.root, cv.refs.root_base, "#")
     body = NOTHING if nodes is None else cv.value(nodes)
     rules = {"root": body}
     rules.update(cv.rules)

@@ -26,10 +26,11 @@ from . import numbers as num
 from .arrays import build_array
 from .complement import ARRAY_KEYWORDS, OBJECT_KEYWORDS, keyword_complement, some_member
 from .disjoint import ANNOTATIONS, KNOWN_KEYWORDS, disjoint
+from .drafts import without_later_keywords
 from .formats import UNSUPPORTED_FORMATS, format_expr
 from .lengths import counted_content, or_null, string_value
 from .objects import build_object
-from .refs import RefResolver
+from .refs import RefResolver, draft_of
 from .strings import encode_chars
 from .values import Lexer, json_equal, json_key, to_fraction
 
@@ -43,17 +44,6 @@ _TYPE_MAP = {
 # keywords that cannot be enforced exactly (refused unless trivially satisfied or ignored)
 _UNSUPPORTED = ("$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems")
 _DEPENDENCY_KWS = ("dependentRequired", "dependentSchemas", "dependencies")
-_SINCE_2019 = frozenset({"dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
-                         "minContains", "maxContains", "$recursiveRef", "prefixItems", "$dynamicRef"})
-#: the validation keywords each older draft does not have, introduced by a later one: annotations under
-#: it. (A schema without ``$schema`` is read as draft 2020-12 that also takes draft-07 spellings --
-#: ``dependencies``, ``items`` as an array -- so none of 2020-12's are dropped, whatever draft wrote it.)
-LATER_KEYWORDS: dict[str, frozenset[str]] = {
-    "draft4": _SINCE_2019 | {"const", "contains", "propertyNames", "if", "then", "else"},
-    "draft6": _SINCE_2019 | {"if", "then", "else"},
-    "draft7": _SINCE_2019,
-    "draft2019-09": frozenset({"prefixItems", "$dynamicRef"}),
-}
 _TYPE_SCHEMAS = {
     "null": {"type": "null"}, "boolean": {"type": "boolean"}, "object": {"type": "object"},
     "array": {"type": "array"}, "string": {"type": "string"}, "integer": {"type": "integer"},
@@ -156,6 +146,8 @@ class Converter:
     def __init__(self, root: Any, *, whitespace: str = "flexible", max_whitespace: int | None = None,
                  ignore_keywords: tuple = (), strict_format: bool = True,
                  literal_spellings: str = "canonical", max_rules: int = MAX_RULES):
+        # (keywords a later draft introduced are taken out of a document that names an older one)
+        root = without_later_keywords(root, draft_of(root))
         self.root = root
         self.lex = Lexer(whitespace, max_whitespace, literal_spellings)
         self.ignore = set(ignore_keywords)
@@ -166,9 +158,6 @@ class Converter:
             raise SchemaError(f"unknown meta-schema {meta!r} (its vocabularies cannot be known)",
                               keyword="$schema", pointer="#")
         self.draft = self.refs.draft
-        # a keyword a later draft introduced is an annotation under the draft ``$schema`` names (as
-        # jsonschema treats it): ``if``/``then`` in a draft-04 schema constrain nothing
-        self.ignore.update(LATER_KEYWORDS.get(self.draft, ()))
         self.rules: dict[str, Expr] = {}
         self.memo: dict[tuple, str] = {}
         self.in_progress: dict[str, int] = {}

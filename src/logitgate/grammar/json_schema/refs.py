@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import unquote, urljoin
 
 from ...errors import SchemaError
+from .drafts import validator_class
 
 __all__ = ["RefResolver", "draft_of"]
 
@@ -116,12 +117,7 @@ class RefResolver:
 
     def validator(self, schema: Any, base: str, format_checker: Any = None) -> Any:
         """A ``jsonschema`` validator for ``schema`` with references resolved from ``base``."""
-        import jsonschema
-
-        cls = {
-            "draft4": jsonschema.Draft4Validator, "draft6": jsonschema.Draft6Validator,
-            "draft7": jsonschema.Draft7Validator, "draft2019-09": jsonschema.Draft201909Validator,
-        }.get(self.draft, jsonschema.Draft202012Validator)
+        cls = validator_class(self.draft)
         if not _refers(schema):  # (checking an enum value or a key name: no index needed)
             return cls(schema, format_checker=format_checker)
         return cls(schema, registry=self.registry, format_checker=format_checker,
