@@ -38,6 +38,10 @@ _SCHEMA_LIST = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
 _SCHEMA_MAP = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependentSchemas",
                          "dependencies"})
 
+#: the keywords the converter's own schemas use that some draft lacks (see complement.py): the
+#: validators of every draft know them (:func:`validator_class`)
+_WRITTEN = frozenset({"contains", "propertyNames", "const", "if"})
+
 
 def without_later_keywords(doc: Any, draft: str) -> Any:
     """``doc`` without the keywords ``draft`` does not have (:data:`LATER_KEYWORDS`) in any of its
@@ -97,6 +101,3 @@ def validator_class(draft: str) -> Any:
     extra = {k: latest.VALIDATORS[k] for k in LATER_KEYWORDS[draft] & _WRITTEN if k in latest.VALIDATORS}
     return jsonschema.validators.extend(base, extra) if extra else base
 
-
-#: the keywords the converter's own schemas use that some draft lacks (see complement.py)
-_WRITTEN = frozenset({"contains", "propertyNames", "const", "if"})
