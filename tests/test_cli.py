@@ -160,3 +160,48 @@ def test_workloads_engines_take_turns_and_a_failure_ends_only_that_engines_repea
     assert float(table["c"][1]) == pytest.approx(3.0, abs=0.05)
     assert float(table["a"][2]) == 20.0  # (mask mean over every step of every repeat)
     assert "boom" in out.err
+
+
+
+def test_workloads_targets_compare_the_engines_round_by_round(monkeypatch, capsys):
+    import argparse
+
+    from logitgate.benchmarks import workloads as wl
+
+    rounds: dict[str, int] = {}
+
+    def fake_run_once(engine, tokenizer, task, timeout):
+        k = rounds[engine] = rounds.get(engine, 0) + 1  # (this engine's repeat, 1-based: its round)
+        if engine == "xgrammar" and k == 4:  # xgrammar fails its 4th round: no pair there
+            return {"status": "crash", "error": "boom", "tbm_us": []}
+        if engine == "logitgate":  # compile 1 ms, 3 in round 2; mask mean 10 µs, 40 in rounds 3 and 4
+            return {"status": "pass", "ttfm_us": 3000.0 if k == 2 else 1000.0,
+                    "tbm_us": [40.0, 40.0] if k >= 3 else [5.0, 15.0]}
+        return {"status": "pass", "ttfm_us": 2000.0, "tbm_us": [20.0]}  # (llguidance and xgrammar alike)
+
+    monkeypatch.setattr(wl, "_run_once", fake_run_once)
+    arithmetic = [w for w in wl.workloads() if w["kind"] == "ebnf"][:1]
+    monkeypatch.setattr(wl, "workloads", lambda: arithmetic)
+    args = argparse.Namespace(engines="logitgate,llguidance,xgrammar", repeats=4, timeout=1.0, tokenizer="qwen2",
+                              steady_repeats=0, seed=3)
+    assert wl.run(args) == 0
+    out = capsys.readouterr().out
+    targets = {tuple(c.strip() for c in line.split("|")[2:4]): [c.strip() for c in line.split("|")[4:-1]]
+               for line in out.split("Targets round by round")[1].splitlines() if line.startswith("| arithmetic")}
+    # compile: 1/2 in rounds 1, 3, 4 and 3/2 in round 2 -- the median 0.5, met in 3 of 4
+    assert targets[("compile ms", "llguidance")] == ["0.50", "0.50-1.50", "3 of 4"]
+    # mask mean: 10/20 in rounds 1 and 2, 40/20 in round 3; round 4 has no xgrammar value to pair
+    assert targets[("mask µs mean", "xgrammar")] == ["0.50", "0.50-2.00", "2 of 3"]
+
+
+def test_workloads_without_logitgate_and_its_peers_print_no_targets(monkeypatch, capsys):
+    import argparse
+
+    from logitgate.benchmarks import workloads as wl
+
+    monkeypatch.setattr(wl, "_run_once", lambda *a: {"status": "pass", "ttfm_us": 1000.0, "tbm_us": [1.0]})
+    arithmetic = [w for w in wl.workloads() if w["kind"] == "ebnf"][:1]
+    monkeypatch.setattr(wl, "workloads", lambda: arithmetic)
+    args = argparse.Namespace(engines="logitgate", repeats=2, timeout=1.0, tokenizer="qwen2", steady_repeats=0, seed=0)
+    assert wl.run(args) == 0
+    assert "Targets" not in capsys.readouterr().out
