@@ -97,6 +97,17 @@ def long_counted_strings() -> Grammar:
                     "a": string_value(counted_content(9, 24)), "b": string_value(counted_content(8, None))})
 
 
+def short_counted_strings() -> Grammar:
+    """Counted strings shorter than the vocabulary's longest token, each its own rule: every layer is
+    near a bound, where a character boundary's mask takes the string tokens by their length
+    (``RTN.counted_chars_left``), the quote and what follows it walked and resolved."""
+    from logitgate.grammar.json_schema.lengths import counted_content, or_null, string_value
+
+    a = or_null(string_value(counted_content(0, 3)))
+    return Grammar({"root": seq(Ref("a"), lit(";"), Ref("a"), lit(","), Ref("b"), lit(";")), "a": a,
+                    "b": string_value(counted_content(2, 5))})
+
+
 def tail_chains() -> Grammar:
     """Rules only ever read last by their callers: merged into one automaton with the rule that
     reads them (``rtn._tail_merges``) -- a cycle of two (``more``/``more2``), a loop of one."""
@@ -139,6 +150,8 @@ CASES = [
     Case("long_counted_strings", long_counted_strings,
          ['"abcdefghijklmnopqrstuvwx","12345678";', '"\\u00e9\u00e9abc\\n\U0001F600xyz\\"",\"abcdefghijklmnopqrstuvwxyz0123456789\";',
           '"aaaaaaaaa","\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9";']),
+    Case("short_counted_strings", short_counted_strings,
+         ['"\\u00e9\U0001F600x";null,"ab";', 'null;"","\\"a b\\n";', '"abc";"x\\u00e9","\u00e9\u00e9\u00e9\u00e9\u00e9";']),
     Case("tail_chains", tail_chains, ["[x,<ab>;([x]),x];", "[];", "[([x,<>]),x];"]),
     Case("ambiguous_closers", ambiguous_closers, ["aaxzz;", "aaaxz;", "ax;", "aaxz;"]),
     Case("many_optional_members", many_optional_members,

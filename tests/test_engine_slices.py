@@ -119,7 +119,8 @@ def test_a_large_grammars_plan_arrays_are_untouched_zeros_and_its_masks_are_exac
     the depths found are remembered, and the other grammars' arrays are the kernel's, zeros too."""
     from logitgate.engine._survival import LAZY_ZEROS
 
-    cg = compiler.compile_json_schema({"type": "string", "minLength": 3, "maxLength": 2000})
+    # (no maxLength: a bounded string's character boundaries need no plan, see counted_chars_left)
+    cg = compiler.compile_json_schema({"type": "string", "minLength": 2000})
     rt, rtn = cg._runtime, cg.rtn
     assert rtn.num_states > LAZY_ZEROS
     plan = rt.slices.plan_arrays(rtn)
@@ -474,3 +475,80 @@ def test_a_state_that_can_only_pop_exits_at_every_first_byte_as_a_walk_finds(com
         slow = compute_state_mask(s, walked, rt.slices, rt.base_row, rt.scratch())
         assert fast[COUNT] == slow[COUNT] == 0 and not _ids(fast, rt)
         assert sorted(fast[EXITS].tolist()) == sorted(slow[EXITS].tolist()) and fast[EXITS].shape[0] > 0
+
+
+@pytest.mark.parametrize("schema", [{"type": "string", "maxLength": 32},
+                                    {"type": "string", "minLength": 4, "maxLength": 9},
+                                    {"type": ["string", "null"], "maxLength": 6}])
+def test_a_counted_strings_character_boundaries_take_its_string_tokens_by_their_length(compiler, schema):
+    """At the boundary after ``k`` of at most ``hi`` characters, the string-character tokens of at most
+    ``hi - k`` characters are taken as one set and only the other slices walked: the same tokens and
+    exits as a walk of the whole trie, at every layer, the last ones included."""
+    cg = compiler.compile_json_schema(schema)
+    rtn, rt = cg.rtn, cg._runtime
+    ((rule, (m, _, _, hi)),) = rtn.layers.items()
+    first = int(np.flatnonzero(rtn.rule_of_state == rule)[0])
+    whole = _whole_trie_slice(rt)
+    for k in range(hi + 1):
+        state = first + k * m
+        assert rtn.counted_chars_left(state) == hi - k
+        assert rtn.counted_chars_left(state + 1) == -1  # (inside a character: the plan decides)
+        fast = compute_state_mask(state, rtn, rt.slices, rt.base_row, rt.scratch())
+        plain = compute_state_mask(state, rtn, whole, rt.base_row, rt.scratch())
+        assert _ids(fast, rt) == _ids(plain, rt), k
+        assert fast[COUNT] == len(_ids(plain, rt))
+        assert (fast[EXITS].shape[0] > 0) == (plain[EXITS].shape[0] > 0)
+    strings = rt.slices.strings_up_to(hi)[1]
+    assert strings.shape[0] and (rt.slices.string_chars[strings] <= hi).all()
+
+
+def test_a_counted_strings_tokens_that_close_it_are_resolved_against_the_object_around_it(compiler):
+    """The tokens that end a counted string (a quote, then what the object reads) leave its frame:
+    they are found by the walk of the slices outside strings and resolved against the stack."""
+    cg = compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "string", "maxLength": 3},
+                                                                        "b": {"type": "integer"}},
+                                       "required": ["a"], "additionalProperties": False})
+    info = cg.tokenizer_info
+    by_bytes = {b: i for i, b in enumerate(info.token_bytes)}
+    m = lg.GrammarMatcher(cg)
+    assert m.accept_string('{"a": "xy')
+    allowed = set(m.get_next_token_ids().tolist())
+    for text, ok in ((b'"}', True), (b'",', True), (b'":', False), (b"z", True), (b"zz", False), (b'z"}', True)):
+        if text in by_bytes:
+            assert (by_bytes[text] in allowed) == ok, text
+    assert m.accept_string("z")
+    allowed = set(m.get_next_token_ids().tolist())
+    assert by_bytes[b"z"] not in allowed and by_bytes[b'"}'] in allowed
+
+
+def test_a_counted_string_whose_rule_may_end_after_a_character_is_planned_as_before(compiler):
+    """Content counted without its closing quote (a chunk of a long string: the caller reads on after
+    it) has no character count to go by -- a caller may take more characters -- so its states are
+    planned and walked as any other's: a chunk's states report no count, and their masks are exact."""
+    cg = compiler.compile_json_schema({"type": "string", "maxLength": 9000})
+    rtn, rt = cg.rtn, cg._runtime
+    ((rule, (m, _, _, hi)),) = rtn.layers.items()
+    first = int(np.flatnonzero(rtn.rule_of_state == rule)[0])
+    whole = _whole_trie_slice(rt)
+    for k in (0, hi - 3, hi - 1, hi):
+        state = first + k * m
+        assert rtn.counted_chars_left(state) == -1
+        fast = compute_state_mask(state, rtn, rt.slices, rt.base_row, rt.scratch())
+        plain = compute_state_mask(state, rtn, whole, rt.base_row, rt.scratch())
+        assert _ids(fast, rt) == _ids(plain, rt), k
+
+
+def test_string_characters_are_counted_as_the_slices_count_them(compiler):
+    """A token's count is its characters (a prefix's too); an unfinished last character counts as one;
+    tokens with a character a string must escape (a newline, a quote) are not counted."""
+    rt = compiler.compile_json_schema({"type": "string", "maxLength": 3})._runtime
+    info, chars = rt.info, rt.slices.string_chars
+    by_bytes = {b: i for i, b in enumerate(info.token_bytes)}
+    for text, n in ((b"a", 1), (b" the", 4), (b"hello", 5), ("é".encode(), 1), (b'"', 0), (b"\n", 0), (b"\\", 0)):
+        if text in by_bytes:
+            assert chars[by_bytes[text]] == n, text
+    from logitgate.engine.slices import _split_partial
+
+    partial = [(i, text) for i, b in enumerate(info.token_bytes) if chars[i]
+               for text, tail in [_split_partial(b)] if tail is not None]
+    assert len(partial) > 10 and all(chars[i] == len(text) + 1 for i, text in partial)

@@ -166,6 +166,28 @@ class RTN:
             return state
         return state - local + k * m + q
 
+    def counted_chars_left(self, state: int) -> int:
+        """How many more characters a counted JSON string may read from ``state``, when ``state`` is
+        a character boundary of one (``k`` read of at most ``hi``: ``hi - k``) whose rule reads the
+        closing quote itself; -1 otherwise (no layered rule, inside a character or an escape, no
+        upper bound, or a rule that may end after a character -- a chunk: a caller may read more).
+
+        From such a state a token of string characters only is accepted exactly when it has at most
+        that many (:meth:`logitgate.engine.slices.SliceSet.strings_up_to`): the layers accept any
+        character, and after the last one only the quote."""
+        rule = int(self.rule_of_state[state])
+        lay = self.layers.get(rule)
+        if lay is None:
+            return -1
+        m, _count, _lo, hi = lay
+        if hi is None:
+            return -1
+        local = int(self.local_index[state])
+        k, q = divmod(local, m)
+        if q or k > hi or self.final[state - local + hi * m]:  # ("hi read" final: no quote in the rule)
+            return -1
+        return hi - k
+
     def state_key(self, state: int) -> tuple[str, int] | None:
         """Grammar-independent identity of a state: equal keys => equal behaviour as a stack top;
         None for a state of the grammar's own rules (its root and the rules in a cycle with it,

@@ -157,6 +157,9 @@ class Slice:
     end: int
     #: of a family whose tokens the unsliced trie leaves out (:attr:`SliceFamily.apart`)
     apart: bool = False
+    #: of a family whose tokens (its prefix included) are all characters a JSON string holds
+    #: unescaped (:attr:`SliceSet.string_chars` counts them)
+    in_strings: bool = False
 
 
 @dataclass
@@ -173,6 +176,12 @@ class SliceSet:
     #: instead of the slices by a state that takes no slice whole -- but the tokens of the slices
     #: kept apart (:attr:`Slice.apart`: whitespace), which it takes whole or walks beside it
     unsliced: tuple[int, int] | None = None
+    #: per token id, the characters of a token of a slice :attr:`Slice.in_strings` (an unfinished last
+    #: one counted, as the slices count it), 0 for the others; None: not counted (see
+    #: :meth:`strings_up_to`)
+    string_chars: np.ndarray | None = None
+    _strings: dict[int, tuple[np.ndarray, np.ndarray, int]] = field(default_factory=dict, repr=False,
+                                                                     compare=False)
     _unions: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _union_ids: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     #: slice indices by the flags of a walk plan (few patterns occur)
@@ -260,6 +269,36 @@ class SliceSet:
             u.flags.writeable = False
             _kept(self._union_ids, taken, u, self._unions_lock)
         return u
+
+    def strings_up_to(self, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """``(bitset, ids, count)`` of the tokens of the slices :attr:`Slice.in_strings` with at most
+        ``n`` characters (read-only; kept per ``n``): what a JSON string with ``n`` characters left to
+        read accepts of them, and all it accepts (every other character is one more). Needs
+        :attr:`string_chars`."""
+        assert self.string_chars is not None
+        n = min(n, self._longest_string_token)
+        hit = self._strings.get(n)
+        if hit is None:
+            ids = np.flatnonzero((self.string_chars > 0) & (self.string_chars <= n)).astype(np.int32)
+            bits = _bitset(ids, self.slices[0].bitset.shape[0])
+            ids.flags.writeable = False
+            bits.flags.writeable = False
+            hit = _kept(self._strings, n, (bits, ids, int(ids.shape[0])), self._unions_lock)
+        return hit
+
+    @functools.cached_property
+    def _longest_string_token(self) -> int:
+        return int(self.string_chars.max(initial=0)) if self.string_chars is not None else 0
+
+    @functools.cached_property
+    def outside_strings(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(starts, ends)``: the trie ranges of the slices not :attr:`Slice.in_strings` (the
+        remainder, whitespace with tabs or newlines): what a JSON string's mask walks beside
+        :meth:`strings_up_to`."""
+        ranges = [(sl.first, sl.end) for sl in self.slices if not sl.in_strings and sl.end > sl.first]
+        starts = np.array([a for a, _ in ranges], dtype=np.int32)
+        ends = np.array([b for _, b in ranges], dtype=np.int32)
+        return starts, ends
 
     def survival_depth(self, k: int, state: int, rtn) -> float:
         """The largest ``H`` such that every string of cover ``k`` (``self.covers[k]``) with at most
@@ -439,8 +478,9 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
         texts[i], tail = _split_partial(token_bytes[i])
         if tail is not None:
             partial[i] = tail
-    parts: list[tuple[str, DFA | None, int | None, np.ndarray, bool]] = []
+    parts: list[tuple[str, DFA | None, int | None, np.ndarray, bool, bool]] = []
     taken = np.zeros(len(token_bytes), dtype=bool)
+    string_chars = np.zeros(len(token_bytes), dtype=np.int32)
     cover_of = [_cover_dfa(fam.chars, fam.prefix) for fam in families]
     limits = []  # per family: its longest bounded slice (how deep its survival searches must see)
     for cover, fam in zip(cover_of, families):
@@ -456,14 +496,18 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
             elif not fam.prefix and (not text or pattern.fullmatch(text)) and _overlaps(fam.chars, partial[i]):
                 chars[i] = len(text) + 1
         limit = 0
+        in_strings = _contains(_JSON_CHARS, fam.chars) and all(_contains(_JSON_CHARS, ((ord(c), ord(c)),))
+                                                                for c in fam.prefix)
         for lo, hi in fam.bounds:
             members = {i: n for i, n in chars.items() if lo <= n and (hi is None or n <= hi)}
             arr = np.array(list(members), dtype=np.int32)
             taken[arr] = True
+            if in_strings and members:  # (every character one, the prefix's too)
+                string_chars[arr] = np.fromiter(members.values(), dtype=np.int32, count=len(members)) + len(fam.prefix)
             longest = max(members.values(), default=0)
             # an open bucket whose tokens are all short enough is bounded by its longest
             bound = longest if hi is None and 0 < longest <= MAX_BOUNDED_CHARS else hi
-            parts.append((f"{fam.name}{lo}-{hi or ''}", cover, bound, arr, fam.apart))
+            parts.append((f"{fam.name}{lo}-{hi or ''}", cover, bound, arr, fam.apart, in_strings))
             limit = max(limit, bound or 0)
         limits.append(limit)
     covers = [(cover_of[k], limits[k],
@@ -471,21 +515,22 @@ def build_slices(token_bytes: list[bytes], trie_ids: np.ndarray, num_words: int,
                      if j > k and f.prefix == fam.prefix and _contains(f.chars, fam.chars)))
               for k, fam in enumerate(families)]
     rest = np.array([i for i in remaining.tolist() if not taken[i]], dtype=np.int32)
-    parts.append(("rest", None, None, rest, False))
-    tries = [TokenTrie.from_tokens([token_bytes[i] for i in ids.tolist()], ids) for _, _, _, ids, _ in parts]
+    parts.append(("rest", None, None, rest, False, False))
+    tries = [TokenTrie.from_tokens([token_bytes[i] for i in ids.tolist()], ids) for _, _, _, ids, _, _ in parts]
     if unsliced is None:
         all_ids = np.asarray(trie_ids, dtype=np.int32)
         unsliced = TokenTrie.from_tokens([token_bytes[i] for i in all_ids.tolist()], all_ids)
-    apart = [ids for *_, ids, is_apart in parts if is_apart and ids.shape[0]]
+    apart = [ids for *_, ids, is_apart, _ in parts if is_apart and ids.shape[0]]
     if apart:  # (their tokens left out of the unsliced trie)
         keep = np.ones(len(token_bytes), dtype=np.bool_)
         keep[np.concatenate(apart)] = False
         unsliced = unsliced.restricted_to(keep)
     trie, roots = TokenTrie.concat([*tries, unsliced])
-    slices = [Slice(name, cov, hi, ids, _bitset(ids, num_words), int(r) + 1, int(r) + t.num_nodes, is_apart)
-              for (name, cov, hi, ids, is_apart), t, r in zip(parts, tries, roots)]
+    slices = [Slice(name, cov, hi, ids, _bitset(ids, num_words), int(r) + 1, int(r) + t.num_nodes, is_apart, strs)
+              for (name, cov, hi, ids, is_apart, strs), t, r in zip(parts, tries, roots)]
+    string_chars.flags.writeable = False
     return SliceSet(slices, trie, tuple(reversed(covers)),
-                    unsliced=(int(roots[-1]) + 1, int(roots[-1]) + unsliced.num_nodes))
+                    unsliced=(int(roots[-1]) + 1, int(roots[-1]) + unsliced.num_nodes), string_chars=string_chars)
 
 
 def _split_partial(token: bytes) -> tuple[str | None, tuple[int, int] | None]:
