@@ -498,8 +498,9 @@ def test_a_counted_strings_character_boundaries_take_its_string_tokens_by_their_
         assert _ids(fast, rt) == _ids(plain, rt), k
         assert fast[COUNT] == len(_ids(plain, rt))
         assert (fast[EXITS].shape[0] > 0) == (plain[EXITS].shape[0] > 0)
-    strings = rt.slices.strings_up_to(hi)[1]
-    assert strings.shape[0] and (rt.slices.string_chars[strings] <= hi).all()
+    strings = rt.slices.string_ids_up_to(hi)
+    assert strings.shape[0] == rt.slices.strings_up_to(hi)[1] and (rt.slices.string_chars[strings] <= hi).all()
+    assert _ids((0, rt.slices.strings_up_to(hi)[0], None, 0), rt) == set(strings.tolist())
 
 
 def test_a_counted_strings_tokens_that_close_it_are_resolved_against_the_object_around_it(compiler):

@@ -358,13 +358,14 @@ def _counted_string_mask(state: int, left: int, rtn, slices: SliceSet, trie_row:
     starts, ends = slices.outside_strings
     n_exit = _walk_listing(state, _walk_mod.EXIT, starts, ends, _NO_FRAMES, rtn, slices.trie, scratch)
     walked = scratch.info.item(8)
-    bits, string_ids, in_strings = slices.strings_up_to(left)
+    bits, in_strings = slices.strings_up_to(left)
     exits = scratch.exits[:n_exit].copy() if n_exit else _NO_EXITS
     row = scratch.row
     count = walked + in_strings
     short = row.shape[0] // 4
     if count <= short:
-        return (TokenSetKind.ACCEPTED, np.concatenate((scratch.ids[:walked], string_ids)), exits, count)
+        return (TokenSetKind.ACCEPTED, np.concatenate((scratch.ids[:walked], slices.string_ids_up_to(left))), exits,
+                count)
     np.bitwise_or(row, bits, out=row)
     n_trie = slices.num_tokens
     if n_trie - count <= short:

@@ -180,8 +180,8 @@ class SliceSet:
     #: one counted, as the slices count it), 0 for the others; None: not counted (see
     #: :meth:`strings_up_to`)
     string_chars: np.ndarray | None = None
-    _strings: dict[int, tuple[np.ndarray, np.ndarray, int]] = field(default_factory=dict, repr=False,
-                                                                     compare=False)
+    _strings: dict[int, tuple[np.ndarray, int]] = field(default_factory=dict, repr=False, compare=False)
+    _string_ids: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _unions: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     _union_ids: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     #: slice indices by the flags of a walk plan (few patterns occur)
@@ -270,25 +270,40 @@ class SliceSet:
             _kept(self._union_ids, taken, u, self._unions_lock)
         return u
 
-    def strings_up_to(self, n: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """``(bitset, ids, count)`` of the tokens of the slices :attr:`Slice.in_strings` with at most
-        ``n`` characters (read-only; kept per ``n``): what a JSON string with ``n`` characters left to
-        read accepts of them, and all it accepts (every other character is one more). Needs
-        :attr:`string_chars`."""
-        assert self.string_chars is not None
-        n = min(n, self._longest_string_token)
+    def strings_up_to(self, n: int) -> tuple[np.ndarray, int]:
+        """``(bitset, count)`` of the tokens of the slices :attr:`Slice.in_strings` with at most ``n``
+        characters (read-only; kept per ``n``): what a JSON string with ``n`` characters left to read
+        accepts of them, and all it accepts (every other character is one more). Needs
+        :attr:`string_chars`; :meth:`string_ids_up_to` lists them."""
+        n = min(n, self._string_counts.shape[0] - 1)
         hit = self._strings.get(n)
         if hit is None:
-            ids = np.flatnonzero((self.string_chars > 0) & (self.string_chars <= n)).astype(np.int32)
-            bits = _bitset(ids, self.slices[0].bitset.shape[0])
-            ids.flags.writeable = False
-            bits.flags.writeable = False
-            hit = _kept(self._strings, n, (bits, ids, int(ids.shape[0])), self._unions_lock)
+            chars = self.string_chars
+            words = self.slices[0].bitset.shape[0]
+            packed = np.zeros(4 * words, dtype=np.uint8)
+            bits = np.packbits((chars > 0) & (chars <= n), bitorder="little")
+            packed[:bits.shape[0]] = bits
+            row = packed.view(np.int32)
+            row.flags.writeable = False
+            hit = _kept(self._strings, n, (row, int(self._string_counts[n])), self._unions_lock)
         return hit
 
+    def string_ids_up_to(self, n: int) -> np.ndarray:
+        """The ids :meth:`strings_up_to` counts (read-only; kept per ``n``)."""
+        n = min(n, self._string_counts.shape[0] - 1)
+        ids = self._string_ids.get(n)
+        if ids is None:
+            chars = self.string_chars
+            ids = np.flatnonzero((chars > 0) & (chars <= n)).astype(np.int32)
+            ids.flags.writeable = False
+            ids = _kept(self._string_ids, n, ids, self._unions_lock)
+        return ids
+
     @functools.cached_property
-    def _longest_string_token(self) -> int:
-        return int(self.string_chars.max(initial=0)) if self.string_chars is not None else 0
+    def _string_counts(self) -> np.ndarray:
+        """How many string-character tokens have at most ``n`` characters, for ``n`` up to the longest."""
+        assert self.string_chars is not None
+        return np.cumsum(np.bincount(self.string_chars)) - int((self.string_chars == 0).sum())
 
     @functools.cached_property
     def outside_strings(self) -> tuple[np.ndarray, np.ndarray]:
