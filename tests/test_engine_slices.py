@@ -553,3 +553,30 @@ def test_string_characters_are_counted_as_the_slices_count_them(compiler):
     partial = [(i, text) for i, b in enumerate(info.token_bytes) if chars[i]
                for text, tail in [_split_partial(b)] if tail is not None]
     assert len(partial) > 10 and all(chars[i] == len(text) + 1 for i, text in partial)
+
+
+def test_a_key_start_survives_as_deep_as_the_other_keys_rule_it_enters(compiler):
+    """An object of optional members with other keys allowed: each key start is its own state and
+    enters the "other key" rule through a call chain. A state survives at least as deep as a rule its
+    chains enter (one member of the state set surviving is enough), which answers for it once the
+    rule's depth reaches the cover's limit -- no search of its own. The masks stay a whole-trie walk's."""
+    names = [f"prefer-{w}" for w in ("alpha", "beta", "gamma", "delta")] + [f"no-{w}" for w in ("one", "two", "three")]
+    schema = {"type": "object", "properties": {n: {"enum": ["off", "error"]} for n in names}}
+    cg = compiler.compile_json_schema(schema)
+    rtn, rt = cg.rtn, cg._runtime
+    sl, whole = rt.slices, _whole_trie_slice(rt)
+    m = lg.GrammarMatcher(cg)
+    text = '{"prefer-beta": "off", "no-two": "error", "x-other": 1, "y": "error"}'
+    entered = 0
+    for i in range(len(text) + 1):
+        for s in m._top.tolist():
+            fast = compute_state_mask(s, rtn, sl, rt.base_row, rt.scratch())
+            plain = compute_state_mask(s, rtn, whole, rt.base_row, rt.scratch())
+            assert _ids(fast, rt) == _ids(plain, rt), text[:i]
+            for t in rtn.chain_target[rtn.chain_ptr[s]:rtn.chain_ptr[s + 1]].tolist():
+                for k in range(len(sl.covers)):
+                    assert sl.survival_depth(k, s, rtn) >= min(sl.survival_depth(k, t, rtn), sl.covers[k][1]), (i, k)
+                entered += 1
+        if i < len(text):
+            assert m.accept_string(text[i])
+    assert entered

@@ -428,8 +428,12 @@ def cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit
     ``memo[k]`` and the bounds they prove in ``lower[k]``.
 
     A state with at most ``MAX_ENTRIES_TRIED`` call chains first looks at the rules its chains
-    enter: when one of them survives everything, so does the state (one member of a state set
-    surviving a string is enough). Their depths are found the same way (a stack, not recursion).
+    enter: one member of a state set surviving a string is enough, so the state survives at least
+    as deep as each of them, and one that survives everything, or as deep as the limit, answers for
+    it (a depth at or above the limit decides the same slices: see
+    :meth:`logitgate.engine.slices.SliceSet.survival_depth`). Their depths are found the same way (a
+    stack, not recursion). An object's key starts all enter its "other key" rule: its search is
+    made once, where each key start searched the declared names and the other keys together.
     """
     limit = c_limit[k]
     r = _quick_depth(k, state, trans, ncls, chain_ptr, off, first, limit, lower, memo)
@@ -457,8 +461,8 @@ def cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit
                         break
                 if not seen:
                     rt = _quick_depth(k, t, trans, ncls, chain_ptr, off, first, limit, lower, memo)
-                    if rt == DEPTH_INF:
-                        result = DEPTH_INF
+                    if rt >= limit:  # (everything, or as deep as the limit asks: decides as everything does)
+                        result = rt
                         break
                     if rt == UNKNOWN_DEPTH and sp < stack_s.shape[0]:  # (deeper: the search decides)
                         stack_j[sp - 1] = j
