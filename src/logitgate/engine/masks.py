@@ -318,28 +318,38 @@ def compute_state_mask(state: int, rtn, slices: SliceSet, trie_row: np.ndarray, 
         scratch.grow_exits(slices.trie)  # (at most one exit per trie node: sized once, then again)
     if code:
         _raise_walk_error(code)
-    row, ids = scratch.row, scratch.ids
     if ne:  # (nodes only a pop can take: the plan lists them, no walk visits them)
         exits = np.concatenate((first_exits[:ne], scratch.exits[:n_exit]))
     else:
         exits = scratch.exits[:n_exit].copy() if n_exit else _NO_EXITS
-    words = row.shape[0]
-    n_trie = slices.num_tokens
+    added = None
+    if took:  # slices taken whole (none of their tokens walked): added to the walk's
+        taken, in_taken = slices.taken_from_bits(took_bits, take)
+        added = (in_taken, lambda: slices.union(taken), lambda: slices.union_ids(taken))
+    return _stored(scratch, count, added, exits, slices, trie_row)
+
+
+def _stored(scratch: WalkScratch, walked: int, added: tuple | None, exits: np.ndarray, slices: SliceSet,
+            trie_row: np.ndarray) -> StateMask:
+    """The mask of a walk (its row and, while they fit, its ``walked`` ids listed in ``scratch``) and
+    of the tokens ``added`` beside it unwalked, ``(count, bitset(), ids())`` (None: none; the two
+    callables asked only for what the mask's form needs), in the form that suits it."""
+    row, ids = scratch.row, scratch.ids
+    count = walked
     # a list of ids while it is short: writing one costs a scattered bit per id, where a bitset
     # is copied whole (a string state on Qwen2.5 rejects 4,651 ids: 2.5 us to write as a list,
     # 0.3 us as the 4,748 words of a bitset); longer lists would take less memory (4 bytes an id,
     # 4 a word) but cost time on every token
-    short = words // 4
-    if took:  # slices taken whole (none of their tokens walked): added to the walk's
-        taken, in_taken = slices.taken_from_bits(took_bits, take)
-        walked = count
-        count += in_taken
+    short = row.shape[0] // 4
+    if added is not None:
+        in_added, bits, added_ids = added
+        count += in_added
         if count <= short:  # (whitespace at a JSON value: ~430 ids)
-            return (TokenSetKind.ACCEPTED, np.concatenate((ids[:walked], slices.union_ids(taken))), exits,
-                    count)
-        np.bitwise_or(row, slices.union(taken), out=row)
+            return (TokenSetKind.ACCEPTED, np.concatenate((ids[:walked], added_ids())), exits, count)
+        np.bitwise_or(row, bits(), out=row)
     if count <= short:
         return (TokenSetKind.ACCEPTED, ids[:count].copy(), exits, count)
+    n_trie = slices.num_tokens
     if n_trie - count <= short:
         return (TokenSetKind.REJECTED, _rejected_ids(row, trie_row, n_trie - count), exits, count)
     return (TokenSetKind.BITSET, row.copy(), exits, count)
@@ -357,20 +367,10 @@ def _counted_string_mask(state: int, left: int, rtn, slices: SliceSet, trie_row:
     on Llama-3 for ``maxLength: 32``, each state a first visit)."""
     starts, ends = slices.outside_strings
     n_exit = _walk_listing(state, _walk_mod.EXIT, starts, ends, _NO_FRAMES, rtn, slices.trie, scratch)
-    walked = scratch.info.item(8)
     bits, in_strings = slices.strings_up_to(left)
     exits = scratch.exits[:n_exit].copy() if n_exit else _NO_EXITS
-    row = scratch.row
-    count = walked + in_strings
-    short = row.shape[0] // 4
-    if count <= short:
-        return (TokenSetKind.ACCEPTED, np.concatenate((scratch.ids[:walked], slices.string_ids_up_to(left))), exits,
-                count)
-    np.bitwise_or(row, bits, out=row)
-    n_trie = slices.num_tokens
-    if n_trie - count <= short:
-        return (TokenSetKind.REJECTED, _rejected_ids(row, trie_row, n_trie - count), exits, count)
-    return (TokenSetKind.BITSET, row.copy(), exits, count)
+    return _stored(scratch, scratch.info.item(8), (in_strings, lambda: bits, lambda: slices.string_ids_up_to(left)),
+                   exits, slices, trie_row)
 
 
 def resolve_context(state_mask: StateMask, parent: int, rtn, slices: SliceSet, pool,

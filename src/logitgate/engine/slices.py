@@ -278,10 +278,9 @@ class SliceSet:
         n = min(n, self._string_counts.shape[0] - 1)
         hit = self._strings.get(n)
         if hit is None:
-            chars = self.string_chars
             words = self.slices[0].bitset.shape[0]
             packed = np.zeros(4 * words, dtype=np.uint8)
-            bits = np.packbits((chars > 0) & (chars <= n), bitorder="little")
+            bits = np.packbits(self._strings_of_at_most(n), bitorder="little")
             packed[:bits.shape[0]] = bits
             row = packed.view(np.int32)
             row.flags.writeable = False
@@ -293,11 +292,15 @@ class SliceSet:
         n = min(n, self._string_counts.shape[0] - 1)
         ids = self._string_ids.get(n)
         if ids is None:
-            chars = self.string_chars
-            ids = np.flatnonzero((chars > 0) & (chars <= n)).astype(np.int32)
+            ids = np.flatnonzero(self._strings_of_at_most(n)).astype(np.int32)
             ids.flags.writeable = False
             ids = _kept(self._string_ids, n, ids, self._unions_lock)
         return ids
+
+    def _strings_of_at_most(self, n: int) -> np.ndarray:
+        """Per token id: is it a string-character token of at most ``n`` characters."""
+        chars = self.string_chars
+        return (chars > 0) & (chars <= n)
 
     @functools.cached_property
     def _string_counts(self) -> np.ndarray:
