@@ -129,6 +129,21 @@ def many_optional_members() -> Grammar:
                                      "additionalProperties": {"type": "boolean"}})
 
 
+def counted_patterns() -> Grammar:
+    """Strings of a counted length that match a pattern or format, laid out in layers
+    (:mod:`logitgate.grammar.json_schema.pattern_lengths`): runs of alike layers far from the bounds
+    (masks shared), odd and even lengths apart below a minimum, a vacuous bound, a search pattern."""
+    return Grammar.from_json_schema({
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "pattern": "^[a-c]+$", "minLength": 2, "maxLength": 30},
+            "b": {"type": "string", "pattern": "^(ab)*x?$", "minLength": 9, "maxLength": 25},
+            "c": {"type": "string", "format": "date", "maxLength": 100},
+            "d": {"type": ["string", "null"], "pattern": "[0-9]{2}", "maxLength": 20},
+        },
+        "required": ["a", "b"], "additionalProperties": False})
+
+
 def ambiguous_closers() -> Grammar:
     """A closer that may end the inner or the outer of two nested rules (``a a x z``: two stacks,
     one state with two parents)."""
@@ -152,6 +167,10 @@ CASES = [
           '"aaaaaaaaa","\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9";']),
     Case("short_counted_strings", short_counted_strings,
          ['"\\u00e9\U0001F600x";null,"ab";', 'null;"","\\"a b\\n";', '"abc";"x\\u00e9","\u00e9\u00e9\u00e9\u00e9\u00e9";']),
+    Case("counted_patterns", counted_patterns,
+         ['{"a": "abcabcabcabcabcabcabcabcabcabc", "b": "abababababababababababx", "c": "2024-02-29", '
+          '"d": "x\\u00e912\\""}', '{"a":"ab","b":"ababababab","d":null}',
+          '{"a": "cc", "b": "ababababababx", "d": "\u00e9\u00e907"}']),
     Case("tail_chains", tail_chains, ["[x,<ab>;([x]),x];", "[];", "[([x,<>]),x];"]),
     Case("ambiguous_closers", ambiguous_closers, ["aaxzz;", "aaaxz;", "ax;", "aaxz;"]),
     Case("many_optional_members", many_optional_members,

@@ -607,6 +607,8 @@ def _special_dfa(expr: Special, max_states: int) -> DFA:
         expr.args, lambda e: minimize(standalone_dfa(e, None, max_states)), max_states)
     if trans.shape[0] > max_states:
         raise LimitExceededError(f"{expr.kind} automaton exceeds {max_states} states", limit="max_dfa_states")
+    if not final.any():  # (an empty language: not trimmed, so the rule that holds it is unproductive)
+        return _empty_dfa()
     out = DFA(np.asarray(byte_class, dtype=np.int32), trans, np.asarray(final, dtype=bool), start=int(start),
               as_built=True)
     if layers:

@@ -519,6 +519,8 @@ class GrammarCompiler:
                                                    "e": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
                                                    "f": {"type": "string", "pattern": "^[a-z0-9]+$"},
                                                    "g": {"type": "string", "maxLength": 4},  # (counted)
+                                                   # (counted and a pattern: laid out in layers)
+                                                   "i": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 6},
                                                    # (a number automaton: the product of its atoms')
                                                    "h": {"type": "number", "multipleOf": 0.5, "maximum": 9}},
                   "required": ["f0"]}

@@ -77,7 +77,9 @@ class RTN:
     step_pack: tuple[np.ndarray, np.ndarray, np.ndarray]
     stats: dict = field(default_factory=dict)
     #: per rule index, ``(m, count, lo, hi)`` when its states are layers of a counted repetition
-    #: (a counted string: see :meth:`mask_representative`)
+    #: (a counted string: see :meth:`mask_representative`), with two more items, the first and last
+    #: layer of each layer's run, for a counted string that matches a pattern
+    #: (:mod:`logitgate.grammar.json_schema.pattern_lengths`)
     layers: dict = field(default_factory=dict)
     #: the rule names and DFAs the digests (:attr:`rule_hash`) are made of, until they are made
     digest_input: tuple[list[str], list[DFA]] | None = field(default=None, repr=False)
@@ -152,11 +154,14 @@ class RTN:
         lay = self.layers.get(rule)
         if lay is None:
             return state
-        m, count, lo, hi = lay
+        m, count, lo, hi = lay[:4]
         local = int(self.local_index[state])
         k, q = divmod(local, m)
         if k >= count:
             return state
+        if len(lay) > 4:  # (layers of a pattern: alike within a run, see .pattern_lengths)
+            run_start, run_end = lay[4], lay[5]
+            return state - local + int(run_start[k]) * m + q if k + horizon <= run_end[k] else state
         far = hi is None or hi - k > horizon  # (no token reaches hi from here)
         if far and k + horizon < lo:
             k = 0
@@ -179,8 +184,8 @@ class RTN:
         lay = self.layers.get(rule)
         if lay is None:
             return -1
-        m, _count, _lo, hi = lay
-        if hi is None:
+        m, _count, _lo, hi = lay[:4]
+        if hi is None or len(lay) > 4:  # (a pattern's layers do not take every character)
             return -1
         local = int(self.local_index[state])
         k, q = divmod(local, m)

@@ -317,7 +317,8 @@ class SpecialKind:
     trans, final, start)`` arrays of a trimmed automaton, the same for equal ``args``, and may add
     a fifth item, ``(m, count, lo, hi)``, when states ``k * m + q`` (``k < count``) are layers of
     a counted repetition of ``lo..hi`` (``hi`` None: unbounded) items of ``m`` states, layer ``k``
-    having read ``k`` items; ``dfa_of(expr)`` is the engine's DFA of a plain expression, for
+    having read ``k`` items (two more items, arrays of the first and last layer of each layer's run,
+    when layers are alike only within runs); ``dfa_of(expr)`` is the engine's DFA of a plain expression, for
     building blocks.
     """
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from ...errors import GrammarError, LimitExceededError, SchemaError
-from ..ir import EMPTY, NOTHING, Expr, Ref, Special, alt, and_, is_ref_free, lit, not_, seq
+from ..ir import EMPTY, NOTHING, Alt, And, Expr, Not, Ref, Special, alt, and_, is_ref_free, lit, not_, seq
 from ..regex import regex_expr
 from . import lengths
 from . import numbers as num
@@ -28,8 +28,9 @@ from .complement import ARRAY_KEYWORDS, OBJECT_KEYWORDS, keyword_complement, som
 from .disjoint import ANNOTATIONS, KNOWN_KEYWORDS, disjoint
 from .drafts import without_later_keywords
 from .formats import UNSUPPORTED_FORMATS, format_expr
-from .lengths import counted_content, or_null, string_value
+from .lengths import counted_content, or_null
 from .objects import build_object
+from .pattern_lengths import quoted_string
 from .refs import RefResolver, draft_of
 from .strings import encode_chars
 from .values import Lexer, json_equal, json_key, to_fraction
@@ -208,6 +209,32 @@ class Converter:
             self._shared[e] = name
             self.rules[name] = e
         return Ref(name)
+
+    def string_value(self, content: Expr) -> Expr:
+        """The JSON string of ``content`` (:func:`.pattern_lengths.quoted_string`), the patterns and
+        other languages it names as rules inlined where they name none themselves: a counted length
+        and a pattern are then one automaton built in layers."""
+        if type(content) is And:
+            items = tuple(self._inlined(it) for it in content.items)  # type: ignore[attr-defined]
+            if any(a is not b for a, b in zip(items, content.items)):  # type: ignore[attr-defined]
+                content = and_(*items)
+        return quoted_string(content)
+
+    def _inlined(self, e: Expr) -> Expr:
+        """``e`` with its references to this schema's reference-free rules replaced by their bodies."""
+        t = type(e)
+        if t is Ref:
+            body = self.rules.get(e.name)  # type: ignore[attr-defined]
+            return body if body is not None and is_ref_free(body) else e
+        if t is Not:
+            inner = self._inlined(e.item)  # type: ignore[attr-defined]
+            return e if inner is e.item else not_(inner)  # type: ignore[attr-defined]
+        if t is Alt or t is And:
+            items = tuple(self._inlined(it) for it in e.items)  # type: ignore[attr-defined]
+            if all(a is b for a, b in zip(items, e.items)):  # type: ignore[attr-defined]
+                return e
+            return alt(*items) if t is Alt else and_(*items)
+        return e
 
     def any_value(self) -> Expr:
         if self._any is None:
@@ -483,7 +510,7 @@ class Converter:
                for n in nodes for kw in ("anyOf", "not", "if")) and self.allowed_types(nodes) == _STRING_ONLY:
             content = self.string_language(nodes)
             if content is not None:
-                return string_value(content)
+                return self.string_value(content)
         # 1. disjunctions
         for idx, n in enumerate(nodes):
             s = n.schema
@@ -535,7 +562,7 @@ class Converter:
             value = None if excluded or neg.str_contents else self.long_string(nodes)
             if value is None:
                 content = self.string_content(nodes, excluded, neg.str_contents)
-                value = None if content is None else string_value(content)
+                value = None if content is None else self.string_value(content)
             if value is not None:
                 parts.append(value)
         for kind, tag in (("array", "arr"), ("object", "obj")):

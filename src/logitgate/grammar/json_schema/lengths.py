@@ -30,7 +30,7 @@ from ...errors import LimitExceededError
 from ..ir import Expr, Special, SpecialKind, alt, lit, register_special, repeat, seq
 from .strings import any_char
 
-__all__ = ["FLAT_MAX_CHARS", "chunked_string", "counted_content", "or_null", "string_value"]
+__all__ = ["FLAT_MAX_CHARS", "char_dfa", "chunked_string", "counted_content", "or_null", "own_classes", "string_value"]
 
 KIND = "json_string_length"
 
@@ -104,6 +104,18 @@ def chunked_string(lo: int, hi: int | None, rule: Callable[[Expr], Expr]) -> Exp
 
 
 _CHAR: list[Any] = []  # the automaton of one encoded character, once made
+
+
+def char_dfa(dfa_of: Callable[[Expr], Any]) -> Any:
+    """The automaton of one encoded character (made once): it ends in one final state with no way
+    on, which is not its start."""
+    if not _CHAR:
+        d = dfa_of(any_char())
+        finals = np.flatnonzero(d.final)
+        if len(finals) != 1 or (d.trans[finals[0]] >= 0).any() or finals[0] == d.start:  # pragma: no cover
+            raise AssertionError("a character's automaton must end in one state with no way on")
+        _CHAR.append(d)
+    return _CHAR[0]
 
 
 @functools.lru_cache(maxsize=256)
@@ -237,14 +249,9 @@ def _layer(dfa_of: Callable[[Expr], Any], quoted: bool, null: bool) -> tuple[np.
     hit = _LAYERS.get((quoted, null))
     if hit is not None:
         return hit
-    if not _CHAR:
-        _CHAR.append(dfa_of(any_char()))
-    d = _CHAR[0]
+    d = char_dfa(dfa_of)
     n = d.trans.shape[0]
-    finals = np.flatnonzero(d.final)
-    if len(finals) != 1 or (d.trans[finals[0]] >= 0).any() or finals[0] == d.start:  # pragma: no cover
-        raise AssertionError("a character's automaton must end in one state with no way on")
-    f = int(finals[0])
+    f = int(np.flatnonzero(d.final)[0])
     inner = [d.start] + [q for q in range(n) if q != f and q != d.start]  # a layer's states, its start first
     m = len(inner)
     where = np.full(n, -1, dtype=np.int64)
@@ -254,7 +261,7 @@ def _layer(dfa_of: Callable[[Expr], Any], quoted: bool, null: bool) -> tuple[np.
     byte_class = np.asarray(d.byte_class, dtype=np.int32)
     if quoted:
         outside = b'"' + (_NULL.encode() if null else b"")  # the bytes read outside the layers
-        byte_class, layer = _own_classes(byte_class, layer, outside)
+        byte_class, layer = own_classes(byte_class, layer, outside)
     hit = _LAYERS[(quoted, null)] = (byte_class, layer)
     return hit
 
@@ -262,7 +269,7 @@ def _layer(dfa_of: Callable[[Expr], Any], quoted: bool, null: bool) -> tuple[np.
 _LAYERS: dict[tuple[bool, bool], tuple[np.ndarray, np.ndarray]] = {}
 
 
-def _own_classes(byte_class: np.ndarray, layer: np.ndarray, data: bytes) -> tuple[np.ndarray, np.ndarray]:
+def own_classes(byte_class: np.ndarray, layer: np.ndarray, data: bytes) -> tuple[np.ndarray, np.ndarray]:
     """Each byte of ``data`` in a class of its own: a byte sharing its class gets a new column,
     a copy of that class's (inside the layers it reads like the bytes it shared a class with);
     classes numbered by lowest byte."""
