@@ -95,9 +95,27 @@ def test_a_schema_of_a_pattern_and_a_length_compiles_to_one_layered_rule() -> No
     assert [s.kind for s in specials] == [KIND]
 
 
-def test_a_pattern_too_long_to_count_is_refused_naming_its_bounds() -> None:
-    with pytest.raises(LimitExceededError, match=r"1\.\.65536 characters matching a pattern or format"):
+def test_past_the_state_limit_in_layers_the_product_is_built_instead() -> None:
+    """A fixed text then a long minimum: layers hold every pattern state, the product only those
+    each layer reaches (one or two while the text is read)."""
+    node = counted_pattern(60, None, _search_expr("^(abcdefghij){2}[a-z]*$"))
+    layered = standalone_dfa(node, None, _MAX)
+    assert "_layers" in layered.__dict__
+    limit = layered.num_states - 1  # (not enough for the layers)
+    d = _special(node, limit)
+    assert "_layers" not in d.__dict__ and d.num_states <= limit
+    assert _languages_equal(d, layered)
+
+
+def test_a_pattern_too_long_for_layers_or_product_is_refused() -> None:
+    with pytest.raises(LimitExceededError, match="exceeds"):
         standalone_dfa(counted_pattern(1, 65_536, format_expr("email", "draft2020-12")), None, _MAX)
+
+
+def _special(node, max_states: int):
+    from logitgate.engine.automata import _special_dfa
+
+    return _special_dfa(node, max_states)
 
 
 def _tiny_vocab() -> TokenizerInfo:

@@ -603,8 +603,10 @@ def _special_dfa(expr: Special, max_states: int) -> DFA:
     build = expr.spec.build
     if build is None:
         return standalone_dfa(expr.expand(), None, max_states)
+    # (its building blocks as standalone automata are: minimal up to MINIMIZE_MAX_STATES, past them
+    # trimmed -- minimizing one again would cost as much as the first time, for nothing)
     byte_class, trans, final, start, *layers = build(
-        expr.args, lambda e: minimize(standalone_dfa(e, None, max_states)), max_states)
+        expr.args, lambda e: standalone_dfa(e, None, max_states), max_states)
     if trans.shape[0] > max_states:
         raise LimitExceededError(f"{expr.kind} automaton exceeds {max_states} states", limit="max_dfa_states")
     if not final.any():  # (an empty language: not trimmed, so the rule that holds it is unproductive)

@@ -319,7 +319,7 @@ class SpecialKind:
     a counted repetition of ``lo..hi`` (``hi`` None: unbounded) items of ``m`` states, layer ``k``
     having read ``k`` items (two more items, arrays of the first and last layer of each layer's run,
     when layers are alike only within runs); ``dfa_of(expr)`` is the engine's DFA of a plain expression, for
-    building blocks.
+    building blocks (trimmed; minimal up to the engine's minimization limit).
     """
 
     expand: Callable[[tuple], Expr]

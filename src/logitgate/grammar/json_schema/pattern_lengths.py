@@ -20,6 +20,10 @@ A pattern whose strings are at most ``M`` characters long makes ``maxLength >= M
 ``date-time`` with ``maxLength: 40000`` is the format alone), and one whose strings are at least
 ``lo`` long a ``minLength <= lo`` vacuous.
 
+Past ``max_states`` in layers (``(hi + 1) * m``), the product is built instead, as before, quotes
+added around it directly: it holds only the pattern states each layer reaches, which may be far
+fewer.
+
 Layers far from both bounds behave alike on every token, and the engine computes their masks once
 (:meth:`logitgate.engine.rtn.RTN.mask_representative`). The layout says which: layers in one *run*
 have the same finality and the same live states; a layer whose next ``horizon`` layers lie in its
@@ -40,7 +44,6 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ...errors import LimitExceededError
 from ..ir import And, Expr, Special, SpecialKind, and_, is_ref_free, lit, register_special, repeat, seq
 from . import lengths
 from .lengths import char_dfa, own_classes
@@ -101,22 +104,39 @@ def build_counted_pattern(args: tuple, dfa_of: Callable[[Expr], Any], max_states
     live, topo, fewest, most = _template_facts(layer, fin)
     if not live[0]:
         return _empty(byte_class)
-    asked = f"{lo}..{hi}"
     if lo <= fewest:  # (every string of the pattern is that long)
         lo = 0
     if most >= 0 and (hi is None or hi >= most):  # (no string of the pattern is longer)
         hi = None
     count = lo + 1 if hi is None else hi + 1  # layers; unbounded: the last one is "lo or more", looping
-    n = count * m + 2
-    if n > max_states:
-        raise LimitExceededError(
-            f"string of {asked} characters matching a pattern or format exceeds {max_states} automaton "
-            f"states ({m} a character)", limit="max_dfa_states")
+    if count * m + 2 > max_states:
+        # the product may be smaller: it holds only the pattern's states a layer reaches (a long
+        # minimum over a pattern of 6,837 states that starts with a fixed text: 690,000 states
+        # in layers, the product minimized well under the limit); refused as the product is
+        return _quoted(dfa_of(and_(lengths.counted_content(*args[:2]), content)))
     quote = int(byte_class[0x22])
     table, final, run_start, run_end = _layered(layer, fin, live, topo, count, lo, hi is not None, quote)
     if table.shape[0] == 0:  # (no string of lo..hi characters matches)
         return _empty(byte_class)
     return byte_class, table, final, count * m, (m, count, lo, hi, run_start, run_end)
+
+
+def _quoted(d: Any) -> tuple:
+    """``(byte_class, trans, final, start)`` of the string content automaton ``d`` between quotes: a
+    start state that reads the opening quote, and an end every final state reaches by the closing
+    one (a raw quote never continues a character; its bytes get a class of their own)."""
+    if not d.final.any():
+        return _empty(d.byte_class)
+    byte_class, inner = own_classes(d.byte_class, d.trans, b'"')
+    n = inner.shape[0]
+    quote = int(byte_class[0x22])
+    table = np.full((n + 2, inner.shape[1]), -1, dtype=np.int32)
+    table[:n] = inner
+    table[np.flatnonzero(d.final), quote] = n + 1
+    table[n, quote] = d.start
+    final = np.zeros(n + 2, dtype=bool)
+    final[n + 1] = True
+    return byte_class, table, final, n
 
 
 def _empty(byte_class: np.ndarray) -> tuple:
