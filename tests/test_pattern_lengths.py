@@ -96,15 +96,22 @@ def test_a_schema_of_a_pattern_and_a_length_compiles_to_one_layered_rule() -> No
 
 
 def test_past_the_state_limit_in_layers_the_product_is_built_instead() -> None:
-    """A fixed text then a long minimum: layers hold every pattern state, the product only those
-    each layer reaches (one or two while the text is read)."""
+    """61 layers of 127 states are past a limit of 5,000; the product is 403."""
     node = counted_pattern(60, None, _search_expr("^(abcdefghij){2}[a-z]*$"))
-    layered = standalone_dfa(node, None, _MAX)
-    assert "_layers" in layered.__dict__
-    limit = layered.num_states - 1  # (not enough for the layers)
-    d = _special(node, limit)
-    assert "_layers" not in d.__dict__ and d.num_states <= limit
-    assert _languages_equal(d, layered)
+    d = _special(node, 5_000)
+    assert "_layers" not in d.__dict__ and d.num_states < 1000
+    assert _languages_equal(d, standalone_dfa(node.expand(), None, _MAX))
+    with pytest.raises(LimitExceededError):  # (the product's own limit still holds)
+        _special(node, 1_000)
+
+
+def test_layers_the_start_mostly_does_not_reach_are_built_as_the_product() -> None:
+    """A fixed text then a long minimum: the layers hold every pattern state, but a layer reached
+    while the text is read holds one or two the start reaches."""
+    node = counted_pattern(60, None, _search_expr("^(abcdefghij){2}[a-z]*$"))
+    d = standalone_dfa(node, None, _MAX)
+    assert "_layers" not in d.__dict__ and d.num_states < 1000  # (in layers: 7,749)
+    assert _languages_equal(d, standalone_dfa(node.expand(), None, _MAX))
 
 
 def test_a_pattern_too_long_for_layers_or_product_is_refused() -> None:

@@ -113,12 +113,29 @@ def build_counted_pattern(args: tuple, dfa_of: Callable[[Expr], Any], max_states
         # the product may be smaller: it holds only the pattern's states a layer reaches (a long
         # minimum over a pattern of 6,837 states that starts with a fixed text: 690,000 states
         # in layers, the product minimized well under the limit); refused as the product is
-        return _quoted(dfa_of(and_(lengths.counted_content(*args[:2]), content)))
+        return _product(args, dfa_of)
     quote = int(byte_class[0x22])
     table, final, run_start, run_end = _layered(layer, fin, live, topo, count, lo, hi is not None, quote)
     if table.shape[0] == 0:  # (no string of lo..hi characters matches)
         return _empty(byte_class)
+    if table.shape[0] > _SPARSE_MIN_STATES and 2 * _reached(table, count * m) < table.shape[0]:
+        # most layers hold few states the start reaches (the pattern's early states are only read
+        # early: a string other than 40 enum values, counted to 51, is ~300 states a layer to
+        # write and its prefix tree's few in each to reach): the product, minimized, is smaller
+        return _product(args, dfa_of)
     return byte_class, table, final, count * m, (m, count, lo, hi, run_start, run_end)
+
+
+#: a layered automaton of more states than this, most of which its start does not reach, is built
+#: as the product instead
+_SPARSE_MIN_STATES = 4096
+
+
+def _product(args: tuple, dfa_of: Callable[[Expr], Any]) -> tuple:
+    """:func:`build_counted_pattern` as the product of the counted length and the pattern
+    (minimized up to the engine's limit), quotes added around it."""
+    lo, hi, content = args
+    return _quoted(dfa_of(and_(lengths.counted_content(lo, hi), content)))
 
 
 def _quoted(d: Any) -> tuple:
@@ -284,6 +301,28 @@ def _template_facts(layer, fin):  # pragma: no cover
         if fin[s] and most[s] > hi:
             hi = most[s]
     return live, topo, lo, hi
+
+
+@njit(nogil=True, cache=True)
+def _reached(table, start):  # pragma: no cover
+    """How many states of ``table`` ``start`` reaches."""
+    n, k = table.shape
+    seen = np.zeros(n, dtype=np.bool_)
+    stack = np.empty(n, dtype=np.int64)
+    seen[start] = True
+    stack[0] = start
+    top, count = 1, 1
+    while top:
+        top -= 1
+        s = stack[top]
+        for x in range(k):
+            t = table[s, x]
+            if t >= 0 and not seen[t]:
+                seen[t] = True
+                stack[top] = t
+                top += 1
+                count += 1
+    return count
 
 
 @njit(nogil=True, cache=True)
