@@ -118,7 +118,7 @@ def build_counted_pattern(args: tuple, dfa_of: Callable[[Expr], Any], max_states
     table, final, run_start, run_end = _layered(layer, fin, live, topo, count, lo, hi is not None, quote)
     if table.shape[0] == 0:  # (no string of lo..hi characters matches)
         return _empty(byte_class)
-    if table.shape[0] > _SPARSE_MIN_STATES and 2 * _reached(table, count * m) < table.shape[0]:
+    if 2 * _reached(table, count * m) < table.shape[0] > _SPARSE_MIN_STATES:
         # most layers hold few states the start reaches (the pattern's early states are only read
         # early: a string other than 40 enum values, counted to 51, is ~300 states a layer to
         # write and its prefix tree's few in each to reach): the product, minimized, is smaller
