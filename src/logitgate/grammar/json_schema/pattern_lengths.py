@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from ...errors import LimitExceededError
 from ..ir import And, Expr, Special, SpecialKind, and_, is_ref_free, lit, register_special, repeat, seq
 from . import lengths
 from .lengths import char_dfa, own_classes
@@ -114,21 +115,26 @@ def build_counted_pattern(args: tuple, dfa_of: Callable[[Expr], Any], max_states
         # minimum over a pattern of 6,837 states that starts with a fixed text: 690,000 states
         # in layers, the product minimized well under the limit); refused as the product is
         return _product(args, dfa_of)
+    if _SPARSE * _reached(layer, live, count, hi is not None) < count * m > _SPARSE_MIN_STATES:
+        # most layers hold few states the start reaches (the pattern's early states are only read
+        # early: a string other than 40 enum values, counted to 51, is ~300 states a layer to
+        # write and its prefix tree's few in each to reach): the product, minimized, is smaller
+        # (a pattern that alternates two kinds of character reaches half in each layer: kept)
+        try:
+            return _product(args, dfa_of)
+        except LimitExceededError:
+            pass
     quote = int(byte_class[0x22])
     table, final, run_start, run_end = _layered(layer, fin, live, topo, count, lo, hi is not None, quote)
     if table.shape[0] == 0:  # (no string of lo..hi characters matches)
         return _empty(byte_class)
-    if 2 * _reached(table, count * m) < table.shape[0] > _SPARSE_MIN_STATES:
-        # most layers hold few states the start reaches (the pattern's early states are only read
-        # early: a string other than 40 enum values, counted to 51, is ~300 states a layer to
-        # write and its prefix tree's few in each to reach): the product, minimized, is smaller
-        return _product(args, dfa_of)
     return byte_class, table, final, count * m, (m, count, lo, hi, run_start, run_end)
 
 
-#: a layered automaton of more states than this, most of which its start does not reach, is built
-#: as the product instead
+#: a layered automaton of more states than this, of which its start reaches fewer than one in
+#: ``_SPARSE``, is built as the product instead (where the product fits the limits)
 _SPARSE_MIN_STATES = 4096
+_SPARSE = 8
 
 
 def _product(args: tuple, dfa_of: Callable[[Expr], Any]) -> tuple:
@@ -304,25 +310,42 @@ def _template_facts(layer, fin):  # pragma: no cover
 
 
 @njit(nogil=True, cache=True)
-def _reached(table, start):  # pragma: no cover
-    """How many states of ``table`` ``start`` reaches."""
-    n, k = table.shape
-    seen = np.zeros(n, dtype=np.bool_)
-    stack = np.empty(n, dtype=np.int64)
-    seen[start] = True
-    stack[0] = start
-    top, count = 1, 1
+def _reached(layer, live, count, bounded):  # pragma: no cover
+    """How many of the ``count`` layers' live template states the start reaches (ends within the
+    bounds not asked: an estimate from above), found without writing the layers' table."""
+    m, k = layer.shape
+    seen = np.zeros(count * m, dtype=np.bool_)
+    stack = np.empty(count * m, dtype=np.int64)
+    seen[0] = True
+    stack[0] = 0
+    top, n = 1, 1
     while top:
         top -= 1
-        s = stack[top]
+        g = stack[top]
+        kk, s = divmod(g, m)
         for x in range(k):
-            t = table[s, x]
-            if t >= 0 and not seen[t]:
-                seen[t] = True
-                stack[top] = t
+            t = layer[s, x]
+            if t < 0:
+                continue
+            if t >= m:
+                t -= m
+                if kk + 1 < count:
+                    kk2 = kk + 1
+                elif bounded:
+                    continue
+                else:
+                    kk2 = kk  # (the last layer, unbounded: a character more stays in it)
+            else:
+                kk2 = kk
+            if not live[t]:
+                continue
+            h = kk2 * m + t
+            if not seen[h]:
+                seen[h] = True
+                stack[top] = h
                 top += 1
-                count += 1
-    return count
+                n += 1
+    return n
 
 
 @njit(nogil=True, cache=True)
