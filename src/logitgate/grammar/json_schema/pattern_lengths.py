@@ -94,10 +94,7 @@ def build_counted_pattern(args: tuple, dfa_of: Callable[[Expr], Any], max_states
     c = char_dfa(dfa_of)
     c_final = int(np.flatnonzero(c.final)[0])
     byte_class = _joint_classes(p.byte_class, c.byte_class)
-    first: dict = {}
-    for b, x in enumerate(byte_class.tolist()):
-        first.setdefault(x, b)
-    reps = np.array(list(first.values()), dtype=np.int64)  # (the lowest byte of each class)
+    reps = _lowest_bytes(byte_class)
     layer, fin = _template(p.trans, p.final.view(np.uint8), int(p.start), c.trans, int(c.start), c_final,
                            p.byte_class[reps].astype(np.int64), c.byte_class[reps].astype(np.int64))
     byte_class, layer = own_classes(*_merged_columns(byte_class, layer), b'"')
@@ -184,10 +181,15 @@ def _merged_columns(byte_class: np.ndarray, layer: np.ndarray) -> tuple[np.ndarr
     tells apart: an address's 21 and a character's 22 are 37, the template's ~25)."""
     columns = [layer[:, x].tobytes() for x in range(layer.shape[1])]
     merged = _by_lowest_byte([columns[c] for c in byte_class.tolist()])
-    first = {}
-    for b, c in enumerate(merged.tolist()):
+    return merged, np.ascontiguousarray(layer[:, byte_class[_lowest_bytes(merged)]])
+
+
+def _lowest_bytes(byte_class: np.ndarray) -> np.ndarray:
+    """The lowest byte of each class (classes numbered by lowest byte)."""
+    first: dict = {}
+    for b, c in enumerate(byte_class.tolist()):
         first.setdefault(c, b)
-    return merged, np.ascontiguousarray(layer[:, byte_class[list(first.values())]])
+    return np.array(list(first.values()), dtype=np.int64)
 
 
 @njit(nogil=True, cache=True)
@@ -259,7 +261,7 @@ def _template_facts(layer, fin):  # pragma: no cover
         for x in range(k):
             t = layer[s, x]
             if t >= 0:
-                t = t - m if t >= m else t
+                t = _within(t, m, True)
                 src[e] = s
                 nxt[e] = head[t]
                 head[t] = e
@@ -373,6 +375,15 @@ def _relax(layer, live, order, chars, longest):  # pragma: no cover
     return changed
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _within(t, m, across):  # pragma: no cover
+    """The template state a layer's edge target ``t`` names (``m + q``: state ``q`` of the next
+    layer, taken as ``q`` when ``across``, else -1); -1 for none."""
+    if t >= m:
+        return t - m if across else -1
+    return t
+
+
 @njit(nogil=True, cache=True)
 def _kahn(layer, live, across):  # pragma: no cover
     """Live states in an order where each edge moves later (``across``: the next layer's edges
@@ -380,16 +391,11 @@ def _kahn(layer, live, across):  # pragma: no cover
     m, k = layer.shape
     indegree = np.zeros(m, dtype=np.int64)
     for s in range(m):
-        if not live[s]:
-            continue
-        for x in range(k):
-            t = layer[s, x]
-            if t >= m:
-                if not across:
-                    continue
-                t -= m
-            if t >= 0 and live[t]:
-                indegree[t] += 1
+        if live[s]:
+            for x in range(k):
+                t = _within(layer[s, x], m, across)
+                if t >= 0 and live[t]:
+                    indegree[t] += 1
     out = np.empty(m, dtype=np.int64)
     n = 0
     for s in range(m):
@@ -401,11 +407,7 @@ def _kahn(layer, live, across):  # pragma: no cover
         s = out[i]
         i += 1
         for x in range(k):
-            t = layer[s, x]
-            if t >= m:
-                if not across:
-                    continue
-                t -= m
+            t = _within(layer[s, x], m, across)
             if t >= 0 and live[t]:
                 indegree[t] -= 1
                 if indegree[t] == 0:
