@@ -144,6 +144,18 @@ def counted_patterns() -> Grammar:
         "required": ["a", "b"], "additionalProperties": False})
 
 
+def called_counted_strings() -> Grammar:
+    """Counted strings large enough to be called where they are an alternative of another type
+    (:func:`logitgate.engine.rtn._large_built`): ``anyOf`` with ``null``, a type list, with a pattern."""
+    return Grammar.from_json_schema({
+        "type": "object",
+        "properties": {
+            "a": {"anyOf": [{"type": "string", "maxLength": 40}, {"type": "null"}]},
+            "b": {"type": ["string", "integer"], "pattern": "^[a-z ]+$", "maxLength": 90},
+        },
+        "required": ["a"], "additionalProperties": False})
+
+
 def ambiguous_closers() -> Grammar:
     """A closer that may end the inner or the outer of two nested rules (``a a x z``: two stacks,
     one state with two parents)."""
@@ -171,6 +183,9 @@ CASES = [
          ['{"a": "abcabcabcabcabcabcabcabcabcabc", "b": "abababababababababababx", "c": "2024-02-29", '
           '"d": "x\\u00e912\\""}', '{"a":"ab","b":"ababababab","d":null}',
           '{"a": "cc", "b": "ababababababx", "d": "\u00e9\u00e907"}']),
+    Case("called_counted_strings", called_counted_strings,
+         ['{"a": "0123456789012345678901234567890123456789", "b": "the quick brown fox"}', '{"a":null,"b":-12}',
+          '{"a": "\\u00e9\\"x", "b": "\\u0061b c"}']),
     Case("tail_chains", tail_chains, ["[x,<ab>;([x]),x];", "[];", "[([x,<>]),x];"]),
     Case("ambiguous_closers", ambiguous_closers, ["aaxzz;", "aaaxz;", "ax;", "aaxz;"]),
     Case("many_optional_members", many_optional_members,

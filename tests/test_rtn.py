@@ -491,3 +491,51 @@ def test_a_rule_past_the_nfa_limit_is_refused_naming_the_limit_itself() -> None:
         message = str(info.value)
         assert info.value.limit == "max_nfa_states"
         assert f"exceeds {total - 1} NFA states (rule '" in message, message
+
+
+@pytest.mark.parametrize("schema", [
+    {"anyOf": [{"type": "string", "maxLength": 4096}, {"type": "null"}]},
+    {"type": ["string", "integer"], "maxLength": 4096},
+    {"type": ["string", "null"], "format": "email", "maxLength": 320},
+], ids=["anyOf-null", "type-list", "pattern-or-null"])
+def test_a_large_built_automaton_read_last_or_beside_others_is_called(schema) -> None:
+    """A string counted to thousands of characters, an alternative of another type, is called as
+    the automaton it was built as (its layers reported, masks shared between them), not written
+    into the alternation's automaton, which made the subset construction walk and minimize its
+    tens of thousands of states (70-160 ms a schema); the alternation itself stays a few states."""
+    from logitgate.engine.rtn import BUILT_CALL_MIN_STATES
+
+    rtn = compile_rtn(Grammar.from_json_schema(schema))
+    (built,) = rtn.layers
+    sizes = np.bincount(rtn.rule_of_state, minlength=len(rtn.rule_names))
+    assert sizes[built] > BUILT_CALL_MIN_STATES
+    assert all(n < 20 for r, n in enumerate(sizes) if r != built)
+
+
+def test_a_small_built_automaton_is_still_written_into_its_reader() -> None:
+    """Below :data:`BUILT_CALL_MIN_STATES` a built automaton (a short counted string) is merged or
+    inlined as before: one rule, no call."""
+    rtn = compile_rtn(Grammar.from_json_schema({"anyOf": [{"type": "string", "maxLength": 8}, {"type": "null"}]}))
+    assert len(rtn.rule_names) == 1 and not rtn.layers
+
+
+def test_a_called_counted_string_accepts_what_the_merged_one_did(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The language is the same whether the strings are called or merged (the threshold moved)."""
+    import logitgate.engine.rtn as rtn_module
+
+    schema = {"type": "object", "properties": {"a": {"anyOf": [{"type": "string", "maxLength": 40}, {"type": "null"}]},
+                                               "b": {"type": ["string", "integer"], "maxLength": 30}}}
+    texts = [b'{"a": null, "b": 7}', b'{"a": "' + b"x" * 40 + b'"}', b'{"a": "' + b"x" * 41 + b'"}',
+             b'{"b": "' + b"\\u00e9" * 30 + b'"}', b'{"b": "' + b"y" * 31 + b'"}', b'{"a": "\\"", "b": -1}']
+    info = small_vocab([t.decode() for t in texts])
+    verdicts = []
+    for threshold in (10**9, 0):
+        monkeypatch.setattr(rtn_module, "BUILT_CALL_MIN_STATES", threshold)
+        cg = lg.GrammarCompiler(info).compile_json_schema(schema)
+        assert len(cg.rtn.layers) == (0 if threshold else 2)
+        row = []
+        for t in texts:
+            m = lg.GrammarMatcher(cg)
+            row.append(m.accept_string(t) and m.can_terminate())
+        verdicts.append(row)
+    assert verdicts[0] == verdicts[1] == [True, True, False, True, False, True]

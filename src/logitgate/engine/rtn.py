@@ -21,7 +21,10 @@ non-recursive rule is called when it is referenced more than once and is large, 
 between every place — and every grammar — that uses it), or is read once but is large
 and lexeme-like (a string with a format or pattern automaton: its DFA and masks come
 from the process-wide caches). A rule only ever read last by its callers is merged into
-their automaton instead (:func:`_tail_merges`). Everything else is inlined.
+their automaton instead (:func:`_tail_merges`). Everything else is inlined -- but a rule that is
+a large automaton built directly (:func:`_large_built`: a string counted to thousands of
+characters), which is always called: written into another rule's automaton, it would make the
+subset construction and minimization walk its states again.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from ..errors import GrammarError, LimitExceededError
 from ..grammar.graphs import strongly_connected_components
 from ..grammar.ir import Alt, And, Bytes, ByteSet, Expr, Grammar, Not, Ref, Repeat, Seq, Special, memo
 from ._automata_kernels import LEFT_RECURSIVE, TOO_MANY_CHAINS, assemble_packed
-from .automata import DFA, MINIMIZE_MAX_STATES, Program, is_productive, minimize, trim
+from .automata import DFA, MINIMIZE_MAX_STATES, Program, is_productive, minimize, standalone_dfa, trim
 from .lru import LRU
 
 __all__ = ["RTN", "CompileLimits", "compile_rtn"]
@@ -429,8 +432,26 @@ def _candidate_order(sccs: list[list[str]], refs: dict[str, list[str]], candidat
     return order
 
 
+#: a rule whose body is an automaton built directly (a :class:`Special`'s) of more states than this
+#: is called wherever it is read (:func:`_large_built`)
+BUILT_CALL_MIN_STATES = 512
+
+
+def _large_built(body: Expr, max_states: int) -> bool:
+    """Whether ``body`` is an automaton built directly of more than :data:`BUILT_CALL_MIN_STATES`
+    states (built here if not yet: the process-wide cache keeps it for the rule's own build).
+
+    Such a rule is called even where it is read once or last: ``{"anyOf": [{"type": "string",
+    "maxLength": 4096}, {"type": "null"}]}`` merged into one automaton made the subset construction
+    walk the string's 82,000 states and minimize them (~130 ms); called, the alternation is the
+    string's rule or ``null`` (~1 ms, the string's automaton as built)."""
+    if type(body) is not Special or body.spec.build is None:  # type: ignore[attr-defined]
+        return False
+    return standalone_dfa(body, None, max_states).num_states > BUILT_CALL_MIN_STATES
+
+
 def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: Mapping[str, tuple[str, ...]],
-                 refcount: dict[str, int], root: str, called_set: set[str], forced_inline: set[str],
+                 refcount: dict[str, int], root: str, called_set: set[str], unmerged: set[str],
                  max_rules: int, sccs: list[list[str]]) -> dict[str, str]:
     """The rules to build inside another rule's automaton, each with that rule (its host).
 
@@ -442,9 +463,10 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
     would build, digest and walk each separately; a small rule read in several places is written
     once rather than inlined in each. A host that is an inlined rule becomes a called
     one (it is inlined where it is not read last). A host takes at most ``max_rules`` rules; a
-    rule beyond that stays called and hosts the rules it reads last itself. Rules used inside an
-    ``And``/``Not`` operand (``forced_inline``, closed under reference) are neither: operands are
-    built as plain regular expressions. ``sccs`` are the grammar's components, callees first.
+    rule beyond that stays called and hosts the rules it reads last itself. The ``unmerged`` rules
+    are never merged: those used inside an ``And``/``Not`` operand (closed under reference;
+    operands are built as plain regular expressions) and large built automata (called, see
+    :func:`_large_built`). ``sccs`` are the grammar's components, callees first.
     """
     referrers: dict[str, list[str]] = {}
     for n, rs in refs.items():
@@ -453,7 +475,7 @@ def _tail_merges(rules: dict[str, Expr], refs: dict[str, list[str]], all_refs: M
     tails: dict[str, tuple[str, ...]] = {}
     candidates: set[str] = set()
     for t, ps in referrers.items():
-        if t == root or t in forced_inline:
+        if t == root or t in unmerged:
             continue
         ok = True
         for p in ps:
@@ -543,10 +565,13 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
                     sizes[n] = _size(rules[n], sizes, cap)
     folded = _folded_recursive(recursive, root, refs, refcount) if fold_recursive else set()
     called_set = {root} | (recursive - folded)
+    large = {n for n, body in rules.items()
+             if type(body) is Special and n not in forced_inline and _large_built(body, limits.max_dfa_states)}
+    called_set |= large
     for n in candidates:
         if sizes[n] > cap or _is_lexeme_like(rules[n], min_bytes):  # (used once: known lexeme-like)
             called_set.add(n)
-    merged = _tail_merges(rules, refs, all_refs, refcount, root, called_set, forced_inline,
+    merged = _tail_merges(rules, refs, all_refs, refcount, root, called_set, forced_inline | large,
                           limits.merge_max_rules, sccs)
     called_set.difference_update(merged)
     called_set.update(merged.values())  # a host is called (its merged rules end where it ends)

@@ -569,7 +569,11 @@ class Converter:
             if kind in types:
                 parts.append(self._structures(nodes, kind, [v for v in neg.values if json_key(v)[0] == tag]))
         if len(parts) == 2 and parts[0] == _NULL_LITERAL:  # {"type": ["string", "null"], "maxLength": ...}
-            return or_null(parts[1]) or alt(*parts)
+            fused = or_null(parts[1])
+            if fused is not None:
+                return fused
+        if len(parts) > 1:  # (an automaton built directly as a rule of its own: the engine may call it)
+            parts = [self.shared(p, "v") if type(p) is Special else p for p in parts]
         return alt(*parts)
 
     def _structures(self, nodes: list[Node], kind: str, excluded: list[Any]) -> Expr:
