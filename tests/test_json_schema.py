@@ -902,6 +902,13 @@ def test_patterns_with_lookaheads_hold_for_every_spelling():
     check({"type": "string", "pattern": "(?=.*[0-9])(?=.*[A-Z])"}, good=["aB1", "1xxxZ"], bad=["abc1", "ABC", ""])
 
 
+def test_pydantic_decimal_is_a_number_or_its_string():
+    """pydantic writes a ``Decimal`` field as a number or a string whose pattern holds a start
+    anchor inside a lookahead at the start (``^(?!^[-+.]*$)``): exact, not refused."""
+    schema = {"anyOf": [{"type": "number"}, {"type": "string", "pattern": "^(?!^[-+.]*$)[+-]?0*\\d*\\.?\\d*$"}]}
+    check(schema, good=[1.5, -2, "1.50", "-.5", "+007"], bad=["+.", "", "1e5", "1.2.3", True])
+
+
 FORMAT_SAMPLES = {
     "date": (["2024-02-29", "1999-12-31"], ["2023-02-29", "1999-13-01", "99-01-01"]),
     "time": (["12:30:00Z", "23:59:59.5+05:30"], ["24:00:00Z", "12:30:00"]),

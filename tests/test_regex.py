@@ -236,6 +236,11 @@ CASES: list[tuple[str, str]] = [
     ("^((?!ab)(?!ba).)+$", "abc"),
     ("x((?!a$)[ab])*$", "abx"),
     ("^(?!.*:)(?=.{1,4}$)(.{1,2}\\.)+(?![0-9]*$)[a-z0-9]+$", "a1.:"),
+    # a start anchor inside a lookahead that stands at the start, or never does
+    ("^(?!^[-+.]*$)[+-]?0*\\d*\\.?\\d*$", "+-.01"),  # (pydantic's Decimal as a string)
+    ("^(?=^ab)a", "ab"),
+    ("a(?!^b)b", "ab"),
+    ("^x(?=^a|b)", "xab"),
 ]
 
 _EXTRA = "x\n\u00e9\U0001f600"
@@ -314,6 +319,18 @@ def test_lookaheads_where_the_rest_of_the_string_is_known() -> None:
     assert accepts(g, "patterns") and accepts(g, "") and not accepts(g, "pattern")
     g = regex_grammar("(?=.*[0-9])(?=.*[A-Z]).{8,}")
     assert accepts(g, "abcdefG1") and not accepts(g, "abcdefgh1") and not accepts(g, "aB1")
+
+
+def test_a_start_anchor_inside_a_lookahead_is_refused_where_the_position_may_be_either() -> None:
+    """``^`` inside a lookahead matches only where the lookahead stands at the string's start:
+    exact after start anchors (always there) or after a character (never); where what comes before
+    may be empty -- or, in a search, preceded by anything -- it is refused, naming its offset."""
+    for pattern in ("(?=^a)a", "x*(?!^a)b", "(?!^)a"):
+        with pytest.raises(UnsupportedFeatureError) as info:
+            regex_grammar(pattern, search=True)
+        assert "start anchor inside a lookahead" in str(info.value) and info.value.offset == pattern.index("(?")
+    g = regex_grammar("^(?!^[-+.]*$)[+-]?0*\\d*\\.?\\d*$", search=True)
+    assert accepts(g, "-0.25") and accepts(g, "+.5") and not accepts(g, "+.") and not accepts(g, "")
 
 
 def test_ecma_dollar_is_end_only() -> None:

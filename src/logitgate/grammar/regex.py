@@ -969,7 +969,7 @@ class _Translator:
                 rest_at_start = _alt([_seq(after[2], suffix), after[3]])
             if tempered is None:
                 assert type(item) is _Look
-                asked = self.look_language(item)
+                asked = self.look_language(item, self.look_position(items[:i]))
                 rest, rest_at_start = (_meet(r, asked, item.negative) for r in (rest, rest_at_start))
             else:
                 looks, char, least = tempered
@@ -987,13 +987,33 @@ class _Translator:
         assert resolved is not None
         return _concat(self.tr_items(items[:end]), resolved)
 
-    def look_language(self, look: _Look) -> Expr:
+    def look_language(self, look: _Look, position: bool | None = None) -> Expr:
         """The strings from a lookahead's position on that it holds for when positive: a match of
-        its body, then anything (``$`` inside it: the string ends with the match)."""
+        its body, then anything (``$`` inside it: the string ends with the match). A start anchor
+        inside it matches where the lookahead stands at the string's start (``position`` True,
+        pydantic's ``Decimal``: ``^(?!^[-+.]*$)...``) and nowhere else (False); None, where the
+        position may be either, refuses one."""
         x = self.tr(look.body)
-        if not (_is_nothing(x[2]) and _is_nothing(x[3])):
-            raise _unsupported("a start anchor inside a lookahead", self.pattern, look.pos)
-        return _alt([_seq(x[0], self.any_star()), x[1]])
+        anchored = not (_is_nothing(x[2]) and _is_nothing(x[3]))
+        if anchored and position is None:
+            raise _unsupported("a start anchor inside a lookahead that may or may not stand at the start",
+                               self.pattern, look.pos)
+        any_star = self.any_star()
+        parts = [_seq(x[0], any_star), x[1]]
+        if anchored and position:
+            parts += [_seq(x[2], any_star), x[3]]
+        return _alt(parts)
+
+    def look_position(self, before: list[_Node]) -> bool | None:
+        """Whether a lookahead after the items ``before`` (of its top-level alternative) stands at
+        the string's start: True when they are start anchors (and other lookaheads) only, False
+        when they read a character first in every match, None otherwise."""
+        prefix = self.tr_items([it for it in before if type(it) is not _Look])
+        if _is_nothing(prefix[0]) and _is_nothing(prefix[1]) and _is_nothing(prefix[3]) and prefix[2] == EMPTY:
+            return True
+        if not any(_nullable(x) for x in prefix):
+            return False
+        return None
 
 
 #: where a lookahead can be enforced (anywhere else it is refused)
