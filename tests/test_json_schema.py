@@ -937,6 +937,38 @@ def test_formats(fmt):
     check({"type": "string", "format": fmt}, good=good, bad=bad)
 
 
+def test_formats_the_caller_defines():
+    """``formats`` names patterns matched whole: asserted under ``strict_format=False`` too, in place
+    of a built-in format of the same name, in concrete values (an ``enum``) as in the grammar,
+    however a string is spelled; built-in formats keep their meaning."""
+    formats = {"uuid4": "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+               "password": ".*", "email": "[a-z]+@corp\\.example"}
+    v4, v1 = "123e4567-e89b-42d3-a456-426614174000", "123e4567-e89b-12d3-a456-426614174000"
+    check({"type": "string", "format": "uuid4"}, good=[v4], bad=[v1, v4.upper(), ""], formats=formats)
+    check({"type": "string", "format": "password", "maxLength": 3}, good=["", "\u00e9 x"], bad=["abcd"],
+          formats=formats)
+    g = check({"format": "email"}, good=["ab@corp.example", 7], bad=["ab@example.com", b'"a\\u0062@corp.examplE"'],
+              formats=formats)
+    assert accepts(g, b'"a\\u0062@corp.example"')
+    check({"enum": ["ab@corp.example", "cd@other.example", 3], "format": "email"}, good=["ab@corp.example", 3],
+          bad=["cd@other.example"], formats=formats)
+    for strict in (True, False):  # (the caller's formats hold either way; built-in ones only when strict)
+        g = json_schema_grammar({"properties": {"u": {"format": "uuid4"}, "d": {"format": "date"}}},
+                                formats=formats, strict_format=strict)
+        assert not accepts(g, json.dumps({"u": v1}).encode())
+        assert accepts(g, json.dumps({"u": v4, "d": "x"}).encode()) == (not strict)
+
+
+def test_formats_the_caller_defines_are_checked():
+    with pytest.raises(TypeError, match="formats must map"):
+        json_schema_grammar({"format": "f"}, formats=["f"])
+    with pytest.raises(TypeError, match="'f': 1"):
+        json_schema_grammar({"format": "f"}, formats={"f": 1})
+    with pytest.raises(SchemaError, match=r"format 'f' cannot be compiled: .*offset 2") as info:
+        json_schema_grammar({"properties": {"a": {"format": "f"}}}, formats={"f": "ab(x"})
+    assert info.value.keyword == "format" and info.value.pointer == "#/properties/a"
+
+
 def test_email_quoted_local_parts():
     # RFC 5321 Quoted-string: any printable ASCII or space, '"' and '\\' after a backslash, as JSON
     # writes them (json.dumps escapes both)

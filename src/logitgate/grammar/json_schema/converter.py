@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -141,18 +142,28 @@ def _search_expr(pattern: str) -> Expr:
     return regex_expr(pattern, search=True, encode_chars=encode_chars)
 
 
+@lru_cache(maxsize=256)
+def _fullmatch_expr(pattern: str) -> Expr:
+    """The strings ``pattern`` matches whole, over JSON string content (a format the caller defines)."""
+    return regex_expr(pattern, encode_chars=encode_chars)
+
+
 class Converter:
     """Converts one root schema; :meth:`grammar_rules` returns the rules and the root expression."""
 
     def __init__(self, root: Any, *, whitespace: str = "flexible", max_whitespace: int | None = None,
                  ignore_keywords: tuple = (), strict_format: bool = True,
-                 literal_spellings: str = "canonical", max_rules: int = MAX_RULES):
+                 literal_spellings: str = "canonical", max_rules: int = MAX_RULES,
+                 formats: Mapping[str, str] | None = None):
         # (keywords a later draft introduced are taken out of a document that names an older one)
         root = without_later_keywords(root, draft_of(root))
         self.root = root
         self.lex = Lexer(whitespace, max_whitespace, literal_spellings)
         self.ignore = set(ignore_keywords)
         self.strict_format = strict_format
+        #: formats the caller defines (name -> a pattern the whole string matches): asserted whatever
+        #: ``strict_format`` says, in place of a built-in format of the same name
+        self.formats = _custom_formats(formats)
         self.refs = RefResolver(root)
         meta = root.get("$schema") if isinstance(root, dict) else None
         if meta is not None and "$schema" not in self.ignore and not _standard_metaschema(meta):
@@ -173,7 +184,7 @@ class Converter:
         self._scalar_bodies: dict[str, Expr] = {}  # by type: those not in _SCALAR_BODIES (see build)
         #: what fixes the body of a schema that is only a scalar type (see build)
         self._scalar_config = (self.draft, whitespace, max_whitespace, literal_spellings, strict_format,
-                               frozenset(self.ignore))
+                               frozenset(self.ignore), tuple(sorted(self.formats.items())))
         self._neg_start: int | None = None
         self._validators: dict[tuple, tuple] = {}  # (schema, its validator) by (id(schema), base, formats)
         #: (schema, verdict) by (id(schema), base, formats, the value as JSON text): disjointness checks
@@ -268,16 +279,51 @@ class Converter:
         self._regex_cache[pattern] = e
         return e
 
+    def asserts_format(self, name: Any) -> bool:
+        """Whether ``format: name`` constrains strings: a format the caller defined always (unless
+        ``format`` is ignored), any other under ``strict_format``."""
+        if "format" in self.ignore:
+            return False
+        return self.strict_format or (isinstance(name, str) and name in self.formats)
+
     def format(self, name: Any, pointer: str) -> Expr | None:
         """The string content of ``format: name``; an unknown format is refused (None where
         ``format`` is ignored). Kept unnamed: a reference-free string language is built once per
-        process, whatever schema it comes from (see ``standalone_dfa``)."""
+        process, whatever schema it comes from (see ``standalone_dfa``). A format the caller defined
+        is its pattern matched whole."""
+        custom = self.formats.get(name) if isinstance(name, str) else None
+        if custom is not None:
+            try:
+                return _fullmatch_expr(custom)
+            except GrammarError as exc:
+                raise SchemaError(f"the pattern {custom!r} given for format {name!r} cannot be compiled: {exc}",
+                                  keyword="format", pointer=pointer) from None
         e = format_expr(name, self.draft) if isinstance(name, str) else None
         if e is None:
             why = UNSUPPORTED_FORMATS.get(name) if isinstance(name, str) else None
             self.fail(f"unsupported format {name!r}: {why}" if why else
                       f"unknown format {name!r} (strict_format=False treats formats as annotations)", "format", pointer)
         return e
+
+    def _format_checker(self) -> Any:
+        """The ``jsonschema`` format checker of this conversion: the built-in formats under
+        ``strict_format``, and the caller's own (their patterns matched whole, as the grammar does)."""
+        import jsonschema
+
+        fc = jsonschema.FormatChecker() if self.strict_format else jsonschema.FormatChecker(formats=())
+        for name in self.formats:
+            fc.checks(name)(lambda value, name=name: self._custom_format_holds(name, value))
+        return fc
+
+    def _custom_format_holds(self, name: str, value: Any) -> bool:
+        from ..ir import Grammar
+        from ..reference import accepts
+
+        if not isinstance(value, str):
+            return True
+        expr = self.format(name, "#")
+        text = json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass")
+        return expr is not None and accepts(Grammar({"root": expr}), text)
 
     def py_search(self, pattern: str, text: str, keyword: str, pointer: str) -> bool:
         """Does ``pattern`` match somewhere in the concrete string ``text``?"""
@@ -304,7 +350,7 @@ class Converter:
         quick = _quick_validates(value, schema, self.draft, self._enums)
         if quick is not None:
             return quick
-        formats = self.strict_format and "format" not in self.ignore
+        formats = ("format" not in self.ignore) and (self.strict_format or bool(self.formats))
         key = (id(schema), node.base, formats)
         try:
             text = json.dumps(value, sort_keys=True)  # (1 and 1.0 differ: they may, in draft 4)
@@ -319,9 +365,7 @@ class Converter:
             if hit is None or hit[0] is not schema:
                 fc = None
                 if formats:
-                    import jsonschema
-
-                    fc = jsonschema.FormatChecker()
+                    fc = self._format_checker()
                 hit = self._validators[key] = (schema, self.refs.validator(schema, node.base, fc))
             verdict = bool(hit[1].is_valid(value))
         except Exception as exc:
@@ -1123,7 +1167,7 @@ class Converter:
         for n in nodes:
             s = n.schema
             if ("pattern" in s and "pattern" not in self.ignore) or (
-                    "format" in s and self.strict_format and "format" not in self.ignore):
+                    "format" in s and self.asserts_format(s["format"])):
                 return None
         return lengths.chunked_string(lo, hi, lambda e: self.shared(e, "chunk"))
 
@@ -1171,7 +1215,7 @@ class Converter:
                 if kw == "pattern":
                     part = self.regex(v, kw, n.ptr)
                 elif kw == "format":
-                    if not self.strict_format:
+                    if not self.asserts_format(v):
                         continue
                     part = self.format(v, n.ptr)
                 elif kw == "anyOf":
@@ -1218,7 +1262,7 @@ class Converter:
                 r = self.regex(s["pattern"], "pattern", n.ptr)
                 if r is not None:
                     parts.append(r)
-            if "format" in s and self.strict_format and "format" not in self.ignore:
+            if "format" in s and self.asserts_format(s["format"]):
                 f = self.format(s["format"], n.ptr)
                 if f is not None:
                     parts.append(f)
@@ -1243,6 +1287,18 @@ _NULL_LITERAL = lit("null")
 #: one node for every schema of the process (equal bodies are then the same node, which the engine's
 #: caches find by identity)
 _SCALAR_BODIES: dict[tuple, Expr] = {}
+
+
+def _custom_formats(formats: Any) -> dict[str, str]:
+    """The ``formats`` option checked: format names to patterns."""
+    if formats is None:
+        return {}
+    if not isinstance(formats, Mapping):
+        raise TypeError(f"formats must map format names to patterns, not {type(formats).__name__}")
+    for name, pattern in formats.items():
+        if not isinstance(name, str) or not isinstance(pattern, str):
+            raise TypeError(f"formats must map format names (str) to patterns (str), not {name!r}: {pattern!r}")
+    return dict(formats)
 
 
 def _small(e: Expr, budget: int = 12) -> bool:
