@@ -241,6 +241,11 @@ CASES: list[tuple[str, str]] = [
     ("^(?=^ab)a", "ab"),
     ("a(?!^b)b", "ab"),
     ("^x(?=^a|b)", "xab"),
+    # lookaheads inside an alternation or an optional group: spelled out as top-level alternatives
+    ("^(?!^[-+.]*$)[+-]?0*(?:\\d{0,3}|(?=[\\d.]{1,6}0*$)\\d{0,3}\\.\\d{0,2}0*$)", "-.01"),  # (Decimal, 5 digits)
+    ("x(?:a|(?=b)c|(?!bc)b.)", "abcx"),
+    ("x(?:(?=ab)a)?b", "abx"),
+    ("(x|(?!a)b)c", "abcx"),
 ]
 
 _EXTRA = "x\n\u00e9\U0001f600"
@@ -319,6 +324,21 @@ def test_lookaheads_where_the_rest_of_the_string_is_known() -> None:
     assert accepts(g, "patterns") and accepts(g, "") and not accepts(g, "pattern")
     g = regex_grammar("(?=.*[0-9])(?=.*[A-Z]).{8,}")
     assert accepts(g, "abcdefG1") and not accepts(g, "abcdefgh1") and not accepts(g, "aB1")
+
+
+def test_lookaheads_in_groups_are_spelled_out_up_to_a_limit() -> None:
+    """An alternation holding a lookahead becomes alternatives of its own, at most
+    ``MAX_DISTRIBUTED_ALTERNATIVES`` more; past that, or in a repetition, the lookahead is refused."""
+    from logitgate.grammar.regex import MAX_DISTRIBUTED_ALTERNATIVES
+
+    n = MAX_DISTRIBUTED_ALTERNATIVES.bit_length()  # (n groups of two choices: 2 ** n alternatives)
+    assert 2 ** (n - 1) <= MAX_DISTRIBUTED_ALTERNATIVES < 2 ** n
+    fits = "(?:a|(?=b)bc)" * (n - 1)
+    g = regex_grammar(fits)
+    assert accepts(g, "a" * (n - 2) + "bc") and not accepts(g, "a" * (n - 2) + "b")
+    for pattern in ("(?:a|(?=b)bc)" * n, "(?:(?=a)..|b)+"):
+        with pytest.raises(UnsupportedFeatureError):
+            regex_grammar(pattern)
 
 
 def test_a_start_anchor_inside_a_lookahead_is_refused_where_the_position_may_be_either() -> None:
@@ -459,7 +479,7 @@ def test_syntax_errors_have_offsets(pattern: str, offset: int) -> None:
 
 
 UNSUPPORTED = [
-    ("(a(?=b))*", 2), ("(?=a)*", 5), ("(x|(?!a)b)c", 3), ("((?!a).)*b", 1), ("^(x(?!y)(a|b))+$", 3), ("(?=^a)", 0),
+    ("(a(?=b))*", 2), ("(?=a)*", 5), ("(x|(?!a)b)*c", 3), ("((?!a).)*b", 1), ("^(x(?!y)(a|b))+$", 3), ("(?=^a)", 0),
     ("(?<=a)b", 0), ("(?<!a)b", 0), ("(a)\\1", 3), ("(?<n>a)\\k<n>", 7),
     ("(?P<n>a)(?P=n)", 8), ("a*+", 2), ("a{2}+", 4), ("(?>a)", 0), ("x\\by", 1), ("\\Ba", 0),
     ("a{,3}", 1), ("[]a]", 1), ("[^]", 2), ("(?m)a", 2), ("\\p{Script=Latin}", 0), ("(^a|b){20}", 6),

@@ -894,8 +894,8 @@ class _Translator:
         if isinstance(node, _Or) and all(type(b) is _Lit for b in branches):  # words: no anchors, no \b
             groups[(False, False)] = [self.tr(node)]
             branches = ()
-        for branch in branches:
-            items = list(branch.items) if isinstance(branch, _Cat) else [branch]
+        looks = "(?=" in self.pattern or "(?!" in self.pattern
+        for items in _distributed(branches) if looks else ([*b.items] if type(b) is _Cat else [b] for b in branches):
             lead = trail = False
             j = 0
             while j < len(items) and isinstance(items[j], _Assert) and items[j].kind == "start":
@@ -1014,6 +1014,51 @@ class _Translator:
         if not any(_nullable(x) for x in prefix):
             return False
         return None
+
+
+#: top-level alternatives that spelling out alternations around lookaheads may add, at most
+MAX_DISTRIBUTED_ALTERNATIVES = 64
+
+
+def _distributed(branches: tuple[_Node, ...]) -> list[list[_Node]]:
+    """The items of each top-level alternative, an alternation or optional group among them that
+    holds a lookahead spelled out as alternatives of their own (``x(?:a|(?=b)c)`` is ``xa|x(?=b)c``,
+    ``x(?:(?=b)c)?`` is ``x|x(?=b)c``): a lookahead is exact as an item of a top-level
+    alternative (pydantic's ``Decimal`` with ``max_digits`` writes one inside a group). Past
+    :data:`MAX_DISTRIBUTED_ALTERNATIVES` the alternatives stay as written (and such a lookahead
+    is refused)."""
+    out: list[list[_Node]] = []
+    work = [list(b.items) if isinstance(b, _Cat) else [b] for b in reversed(branches)]
+    while work:
+        items = work.pop()
+        i = next((k for k, it in enumerate(items) if _splits(it)), -1)
+        if i < 0:
+            out.append(items)
+            continue
+        it = items[i]
+        choices = it.items if type(it) is _Or else (_Cat(()), it.item)  # type: ignore[union-attr]
+        spelled = [items[:i] + (list(c.items) if type(c) is _Cat else [c]) + items[i + 1:] for c in choices]
+        if len(out) + len(work) + len(spelled) > len(branches) + MAX_DISTRIBUTED_ALTERNATIVES:
+            return [list(b.items) if isinstance(b, _Cat) else [b] for b in branches]
+        work.extend(reversed(spelled))
+    return out
+
+
+def _splits(node: _Node) -> bool:
+    """An alternation, or a group read at most once, holding a lookahead outside any repetition."""
+    t = type(node)
+    if t is _Or:
+        return any(_holds_look(x) for x in node.items)  # type: ignore[union-attr]
+    return t is _Rep and node.min == 0 and node.max == 1 and _holds_look(node.item)  # type: ignore[union-attr]
+
+
+def _holds_look(node: _Node) -> bool:
+    t = type(node)
+    if t is _Look:
+        return True
+    if t is _Cat or t is _Or:
+        return any(_holds_look(x) for x in node.items)  # type: ignore[union-attr]
+    return t is _Rep and node.min == 0 and node.max == 1 and _holds_look(node.item)  # type: ignore[union-attr]
 
 
 #: where a lookahead can be enforced (anywhere else it is refused)
