@@ -115,8 +115,11 @@ def test_layers_the_start_mostly_does_not_reach_are_built_as_the_product() -> No
 
 
 def test_a_pattern_too_long_for_layers_or_product_is_refused() -> None:
-    with pytest.raises(LimitExceededError, match="exceeds"):
+    """The refusal says what the string is, why it is large, and what lets it compile."""
+    with pytest.raises(LimitExceededError, match=r"a string of 1\.\.65536 characters .* needs more than .* "
+                                                 r"automaton states.*max_dfa_states") as info:
         standalone_dfa(counted_pattern(1, 65_536, format_expr("email", "draft2020-12")), None, _MAX)
+    assert info.value.limit == "max_dfa_states"
 
 
 def _special(node, max_states: int):

@@ -110,8 +110,15 @@ def build_counted_pattern(args: tuple, dfa_of: Callable[[Expr], Any], max_states
     if count * m + 2 > max_states:
         # the product may be smaller: it holds only the pattern's states a layer reaches (a long
         # minimum over a pattern of 6,837 states that starts with a fixed text: 690,000 states
-        # in layers, the product minimized well under the limit); refused as the product is
-        return _product(args, dfa_of)
+        # in layers, the product minimized well under the limit)
+        try:
+            return _product(args, dfa_of)
+        except LimitExceededError:
+            raise LimitExceededError(
+                f"a string of {args[0]}..{'' if args[1] is None else args[1]} characters that matches a pattern or "
+                f"format needs more than {max_states} automaton states: every count of characters read is a copy "
+                f"of the pattern's {m} states (a smaller maxLength, or CompileLimits(max_dfa_states=...), lets it "
+                "compile)", limit="max_dfa_states") from None
     if _SPARSE * _reached(layer, live, count, hi is not None) < count * m > _SPARSE_MIN_STATES:
         # most layers hold few states the start reaches (the pattern's early states are only read
         # early: a string other than 40 enum values, counted to 51, is ~300 states a layer to
