@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -193,7 +196,10 @@ def test_the_compile_cache_lets_the_least_recently_used_grammars_go_past_its_byt
     assert len(compiler._by_input) == 3
     assert compiler.compile_regex(patterns[0]) is first[0]
     assert compiler.compile_regex(patterns[2]) is first[2]
-    assert compiler.compile_regex(patterns[1]) is not first[1]  # compiled again
+    gone = weakref.ref(first[1])
+    del first[1]
+    gc.collect()
+    assert gone() is None  # (let go by the cache: nothing else held it)
     for p in patterns:
         compiler.compile_regex(p)
         assert compiler._grammar_bytes <= compiler.cache_limit_bytes
@@ -204,6 +210,24 @@ def test_the_compile_cache_lets_the_least_recently_used_grammars_go_past_its_byt
     cg = small.compile_regex(patterns[0])
     assert small.compile_regex(patterns[0]) is cg and len(small._by_input) == 1
     assert small.compile_regex(patterns[1]) is not cg and len(small._by_input) == 1
+
+
+def test_inputs_that_convert_to_one_grammar_share_its_compile() -> None:
+    """Schemas that differ only in annotations (titles, descriptions) are one grammar: the second
+    is converted, not compiled again, while the first is alive; a different one is compiled."""
+    compiler = lg.GrammarCompiler(small_vocab(['{"a": 1}']))
+    schema = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}, "required": ["a"]}
+    first = compiler.compile_json_schema(schema)
+    described = {**schema, "title": "T", "description": "the same object, described"}
+    assert compiler.compile_json_schema(described) is first
+    assert len(compiler._by_input) == 2  # (each input keeps its own entry)
+    other = compiler.compile_json_schema({**schema, "required": []})
+    assert other is not first
+    loose, strict = lg.GrammarMatcher(other), lg.GrammarMatcher(first)
+    assert loose.accept_string("{}") and loose.can_terminate()
+    assert not (strict.accept_string("{}") and strict.can_terminate())
+    compiler.clear_cache()
+    assert compiler.compile_json_schema(described) is not first
 
 
 def test_a_dropped_compiler_is_freed_without_the_cyclic_collector() -> None:
@@ -279,17 +303,21 @@ def test_compiled_schemas_are_cached_by_their_exact_document() -> None:
     first = compiler.compile_json_schema(schema)
     assert compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"},
                                                                           "b": {"const": 1}}}) is first
+    assert len(compiler._by_input) == 1
     assert compiler.compile_json_schema({"type": "object", "properties": {"b": {"const": 1},
                                                                           "a": {"type": "integer"}}}) is not first
-    assert compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"},
-                                                                          "b": {"const": 1.0}}}) is not first
+    # (an equal number spelled otherwise: a key of its own -- the grammar may be the same, and shared)
+    compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"const": 1.0}}})
+    assert len(compiler._by_input) == 3
 
     class Unpicklable(dict):
         def __reduce_ex__(self, protocol):
             raise TypeError("no pickling")
 
     odd = Unpicklable(type="integer")
+    keys = len(compiler._by_input)
     one = compiler.compile_json_schema(odd)
-    assert compiler.compile_json_schema(odd) is not one  # compiled each time, never a wrong hit
+    assert compiler.compile_json_schema(odd) is one  # (the same grammar, alive: shared by it)
+    assert len(compiler._by_input) == keys  # never kept by a key that could be a wrong hit
     m = lg.GrammarMatcher(one)
     assert m.accept_string("42")

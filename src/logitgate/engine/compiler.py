@@ -346,6 +346,9 @@ class GrammarCompiler:
         #: measured (their sum: ``_grammar_bytes``)
         self._by_input: OrderedDict[tuple, tuple[CompiledGrammar, int]] = OrderedDict()
         self._grammar_bytes = 0
+        #: the compiled grammars alive (cached or held), by the grammar they were compiled from: inputs
+        #: that convert to the same grammar (schemas that differ in titles and descriptions) share one
+        self._by_grammar: weakref.WeakValueDictionary[Grammar, CompiledGrammar] = weakref.WeakValueDictionary()
         self._lock = threading.Lock()
         # (the store reads the grammars' bytes through a weak reference: a callback holding the
         # compiler itself would make a cycle, and a dropped compiler's caches would wait for the
@@ -575,6 +578,7 @@ class GrammarCompiler:
         """Forget compiled grammars and cached masks."""
         with self._lock:
             self._by_input.clear()
+            self._by_grammar.clear()
             self._grammar_bytes = 0
         self._store.clear()
 
@@ -593,7 +597,7 @@ class GrammarCompiler:
                     self._keep(key, hit[0], hit[1])
                     return hit[0]
         with _collector_paused() if self.pause_gc else nullcontext():
-            cg = with_room(lambda: self._compile(make()), "the grammar")
+            cg = with_room(lambda: self._compile_once(make()), "the grammar")
         if keep:
             with self._lock:
                 hit = self._by_input.get(key)
@@ -614,6 +618,18 @@ class GrammarCompiler:
         while self._grammar_bytes > limit and len(self._by_input) > 1:
             _, (_, ew) = self._by_input.popitem(last=False)
             self._grammar_bytes -= ew
+
+    def _compile_once(self, grammar: Grammar) -> CompiledGrammar:
+        """``grammar`` compiled, or the compiled grammar alive that was compiled from an equal one."""
+        if not self.cache_enabled:
+            return self._compile(grammar)
+        with self._lock:
+            cg = self._by_grammar.get(grammar)
+        if cg is None:
+            cg = self._compile(grammar)
+            with self._lock:
+                cg = self._by_grammar.setdefault(grammar, cg)
+        return cg
 
     def _compile(self, grammar: Grammar, limits: CompileLimits | None = None) -> CompiledGrammar:
         return CompiledGrammar(compile_rtn(grammar, limits or self.limits), self._runtime, self._store)
