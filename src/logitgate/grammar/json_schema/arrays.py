@@ -228,7 +228,8 @@ def _unique_array(cv: Converter, nodes: list, comps: list, contains: list, plen:
         return build_plain_fallback(cv)
     values = cv.finite_values(en(0))
     if values is None or len(values) > MAX_UNIQUE_VALUES:
-        cv.fail("uniqueItems is exact only for items restricted to a few constant values", "uniqueItems", ptr)
+        cv.fail("uniqueItems is exact only for items restricted to a few constant values (ignore_keywords="
+                "['uniqueItems'] drops it: repeated items are then allowed)", "uniqueItems", ptr)
         return build_plain_fallback(cv)
     keys = []
     vals = []
