@@ -50,6 +50,27 @@ def test_check_classifies_keywords(tmp_path, capsys):
     assert "refused" in capsys.readouterr().out
 
 
+def test_check_and_grammar_take_formats_of_ones_own(tmp_path, capsys):
+    """``--format NAME=PATTERN`` defines a format the schema uses (pydantic's ``uuid4``): refused
+    without it, enforced with it; a malformed option is an argument error."""
+    schema = {"type": "object", "properties": {"id": {"type": "string", "format": "uuid4"}},
+              "additionalProperties": False}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(schema))
+    assert main(["check", str(path)]) == 1
+    assert "unknown format 'uuid4'" in capsys.readouterr().out
+    uuid4 = "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+    assert main(["check", str(path), "--format", f"uuid4={uuid4}"]) == 0
+    assert "the schema converts" in capsys.readouterr().out
+    assert ("#/properties/id", "format", "enforced") in classify_keywords(schema, formats={"uuid4": uuid4})[0]
+    assert main(["grammar", str(path), "--format", f"uuid4={uuid4}"]) == 0
+    text = capsys.readouterr().out
+    assert Grammar.from_ebnf(text) == Grammar.from_json_schema(schema, formats={"uuid4": uuid4})
+    with pytest.raises(SystemExit):
+        main(["check", str(path), "--format", "uuid4"])
+    assert "NAME=PATTERN" in capsys.readouterr().err
+
+
 def test_version_and_bench_help(capsys):
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip()

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .schema_options import add_format_argument, formats_of
+
 __all__ = ["add_arguments", "classify_keywords", "run"]
 
 ANNOTATIONS = frozenset({
@@ -56,15 +58,17 @@ def _walk(schema: Any, pointer: str) -> Iterator[tuple[str, str]]:
             yield from _walk(value, sub)
 
 
-def classify_keywords(schema: Any, ignore: tuple[str, ...] = ()) -> tuple[list[tuple[str, str, str]], str | None]:
-    """``([(pointer, keyword, verdict)], refusal)``; refusal is the conversion error message, if any."""
+def classify_keywords(schema: Any, ignore: tuple[str, ...] = (), formats: dict[str, str] | None = None,
+                      ) -> tuple[list[tuple[str, str, str]], str | None]:
+    """``([(pointer, keyword, verdict)], refusal)``; refusal is the conversion error message, if any
+    (``formats``: formats of the caller's own, see ``json_schema_grammar``)."""
     from ..errors import GrammarError, SchemaError
     from ..grammar.ir import Grammar
 
     refusal: str | None = None
     refused_at: tuple[str | None, str] | None = None
     try:
-        Grammar.from_json_schema(schema, ignore_keywords=ignore)
+        Grammar.from_json_schema(schema, ignore_keywords=ignore, formats=formats)
     except SchemaError as e:
         refusal = str(e)
         refused_at = (e.keyword, e.pointer)
@@ -89,12 +93,13 @@ def classify_keywords(schema: Any, ignore: tuple[str, ...] = ()) -> tuple[list[t
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("schema", help="JSON Schema file ('-' reads stdin)")
     p.add_argument("--ignore", default="", help="comma-separated keywords to ignore instead of refusing")
+    add_format_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.schema == "-" else Path(args.schema).read_text()
     schema = json.loads(text)
-    rows, refusal = classify_keywords(schema, tuple(k for k in args.ignore.split(",") if k))
+    rows, refusal = classify_keywords(schema, tuple(k for k in args.ignore.split(",") if k), formats_of(args))
     width = max([len(p) for p, _, _ in rows] + [7])
     for pointer, key, verdict in rows:
         print(f"{pointer:<{width}}  {key:<24} {verdict}")

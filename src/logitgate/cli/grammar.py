@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from .schema_options import add_format_argument, formats_of
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -21,6 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--whitespace", choices=("flexible", "compact"), default="flexible",
                    help="JSON whitespace between tokens (default flexible)")
     p.add_argument("--ignore", default="", help="comma-separated schema keywords to ignore instead of refusing")
+    add_format_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
         elif args.schema:
             text = sys.stdin.read() if args.schema == "-" else Path(args.schema).read_text()
             ignore = tuple(k for k in args.ignore.split(",") if k)
-            g = Grammar.from_json_schema(json.loads(text), whitespace=args.whitespace, ignore_keywords=ignore)
+            g = Grammar.from_json_schema(json.loads(text), whitespace=args.whitespace, ignore_keywords=ignore,
+                                         formats=formats_of(args))
         else:
             print("logitgate grammar: give a schema file, --regex or --ebnf", file=sys.stderr)
             return 2
