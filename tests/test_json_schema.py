@@ -132,6 +132,30 @@ def test_schema_inputs_json_string_and_pydantic():
     assert not accepts(g, b'{"name": "x", "count": 1.5}')
 
 
+def test_a_pydantic_model_brings_the_formats_pydantic_writes():
+    """A model given as the schema takes ``PYDANTIC_FORMATS`` (``SecretStr``, ``bytes``, ``Path``: any
+    string, as pydantic validates them); its schema as a dict refuses them as unknown formats unless
+    asked; a caller's own definition wins over the preset."""
+    import pathlib
+
+    pydantic = pytest.importorskip("pydantic")
+    from logitgate.grammar.json_schema import PYDANTIC_FORMATS
+
+    class Config(pydantic.BaseModel):
+        token: pydantic.SecretStr
+        raw: bytes
+        where: pathlib.Path
+
+    doc = {"token": "a\nb", "raw": "", "where": "/tmp/x y"}
+    assert accepts(json_schema_grammar(Config), json.dumps(doc).encode())
+    Config.model_validate_json(json.dumps(doc))  # (pydantic agrees)
+    with pytest.raises(SchemaError, match="unknown format 'password'"):
+        json_schema_grammar(Config.model_json_schema())
+    assert accepts(json_schema_grammar(Config.model_json_schema(), formats=PYDANTIC_FORMATS), json.dumps(doc).encode())
+    strict = json_schema_grammar(Config, formats={"path": "/.*"})
+    assert not accepts(strict, json.dumps(doc | {"where": "x"}).encode()) and accepts(strict, json.dumps(doc).encode())
+
+
 def test_bad_inputs_raise_typed_errors():
     with pytest.raises(SchemaError):
         json_schema_grammar("{not json")

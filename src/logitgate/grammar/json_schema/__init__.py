@@ -20,8 +20,9 @@ from typing import Any
 from ...errors import SchemaError
 from ..ir import NOTHING, Grammar
 from .converter import Converter
+from .formats import PYDANTIC_FORMATS
 
-__all__ = ["json_schema_grammar"]
+__all__ = ["PYDANTIC_FORMATS", "json_schema_grammar"]
 
 
 def _load(schema: Any) -> Any:
@@ -56,7 +57,8 @@ def json_schema_grammar(
     every escape spelling of const/enum strings and keys (default: the ``json.dumps`` forms).
     ``formats`` defines formats of the caller's own, each a pattern (the regex dialect of
     ``pattern``) the whole string must match; they are asserted whatever ``strict_format`` says
-    and replace a built-in format of the same name:
+    and replace a built-in format of the same name. A pydantic model given as the schema takes
+    :data:`.formats.PYDANTIC_FORMATS` (``password``, ``binary``, ``path``: any string) under them:
 
         >>> from logitgate.grammar.reference import accepts
         >>> g = json_schema_grammar({"format": "ticket"}, formats={"ticket": "[A-Z]{3}-[0-9]+"})
@@ -64,6 +66,8 @@ def json_schema_grammar(
         (True, False, True)
     """
     root = _load(schema)
+    if isinstance(schema, type):  # (a pydantic model: its own formats)
+        formats = {**PYDANTIC_FORMATS, **(formats or {})}
     cv = Converter(
         root,
         whitespace=whitespace,

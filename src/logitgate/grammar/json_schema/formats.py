@@ -270,6 +270,14 @@ FORMAT_EXAMPLES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: formats pydantic writes whose language is exactly "any string" as pydantic validates them (JSON
+#: input): ``SecretStr``/``SecretBytes`` (``password``), ``bytes`` (``binary``, UTF-8 by default) and
+#: ``pathlib.Path`` (``path``). Applied to a pydantic model given as the schema; for a schema dict,
+#: ``json_schema_grammar(..., formats=PYDANTIC_FORMATS)``. (Its other formats -- ``uuid4``,
+#: ``ipvanyaddress``, ``base64``, ``multi-host-uri`` -- accept spellings of pydantic's own parsers:
+#: not defined here, a caller may define them.)
+PYDANTIC_FORMATS = {"password": "(?s).*", "binary": "(?s).*", "path": "(?s).*"}
+
 #: formats of the JSON Schema vocabulary that are not supported, and why (the others are unknown)
 UNSUPPORTED_FORMATS = {
     "regex": "an ECMA-262 pattern's syntax nests groups: not a regular language",
