@@ -154,6 +154,8 @@ def test_a_pydantic_model_brings_the_formats_pydantic_writes():
     assert accepts(json_schema_grammar(Config.model_json_schema(), formats=PYDANTIC_FORMATS), json.dumps(doc).encode())
     strict = json_schema_grammar(Config, formats={"path": "/.*"})
     assert not accepts(strict, json.dumps(doc | {"where": "x"}).encode()) and accepts(strict, json.dumps(doc).encode())
+    many = json_schema_grammar(pydantic.TypeAdapter(list[Config]))  # (an adapter: the same formats)
+    assert accepts(many, json.dumps([doc, doc]).encode()) and not accepts(many, json.dumps([{}]).encode())
 
 
 def test_bad_inputs_raise_typed_errors():

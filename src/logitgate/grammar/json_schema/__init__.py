@@ -25,9 +25,16 @@ from .formats import PYDANTIC_FORMATS
 __all__ = ["PYDANTIC_FORMATS", "json_schema_grammar"]
 
 
+def _pydantic(schema: Any) -> bool:
+    """A pydantic model class or a ``TypeAdapter`` (``TypeAdapter(list[Item])``)."""
+    if isinstance(schema, type):
+        return hasattr(schema, "model_json_schema")
+    return type(schema).__name__ == "TypeAdapter" and type(schema).__module__.startswith("pydantic")
+
+
 def _load(schema: Any) -> Any:
-    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
-        return schema.model_json_schema()
+    if _pydantic(schema):
+        return schema.model_json_schema() if isinstance(schema, type) else schema.json_schema()
     if isinstance(schema, str | bytes):
         try:
             return json.loads(schema)
@@ -35,7 +42,8 @@ def _load(schema: Any) -> Any:
             raise SchemaError(f"schema is not valid JSON: {exc}") from exc
     if isinstance(schema, dict | bool):
         return schema
-    raise SchemaError(f"schema must be a dict, a JSON string, a bool or a pydantic model, not {type(schema).__name__}")
+    raise SchemaError("schema must be a dict, a JSON string, a bool, a pydantic model or a pydantic TypeAdapter, "
+                      f"not {type(schema).__name__}")
 
 
 def json_schema_grammar(
@@ -57,7 +65,7 @@ def json_schema_grammar(
     every escape spelling of const/enum strings and keys (default: the ``json.dumps`` forms).
     ``formats`` defines formats of the caller's own, each a pattern (the regex dialect of
     ``pattern``) the whole string must match; they are asserted whatever ``strict_format`` says
-    and replace a built-in format of the same name. A pydantic model given as the schema takes
+    and replace a built-in format of the same name. A pydantic model (or ``TypeAdapter``) takes
     :data:`.formats.PYDANTIC_FORMATS` (``password``, ``binary``, ``path``: any string) under them:
 
         >>> from logitgate.grammar.reference import accepts
@@ -66,7 +74,7 @@ def json_schema_grammar(
         (True, False, True)
     """
     root = _load(schema)
-    if isinstance(schema, type):  # (a pydantic model: its own formats)
+    if _pydantic(schema):  # (pydantic's own formats)
         formats = {**PYDANTIC_FORMATS, **(formats or {})}
     cv = Converter(
         root,
