@@ -548,7 +548,7 @@ class GrammarCompiler:
         return self._cached(("ir", grammar), lambda: grammar)
 
     def compile_json_schema(self, schema: Any, **options: Any) -> CompiledGrammar:
-        """Compile a JSON Schema (dict, bool, JSON text or pydantic model); see
+        """Compile a JSON Schema (dict, bool, JSON text, pydantic model or TypeAdapter); see
         :func:`logitgate.grammar.json_schema.json_schema_grammar` for ``options``."""
         key_schema = schema
         if isinstance(schema, dict | bool | list):
