@@ -895,7 +895,7 @@ class _Translator:
             groups[(False, False)] = [self.tr(node)]
             branches = ()
         looks = "(?=" in self.pattern or "(?!" in self.pattern
-        for items in _distributed(branches) if looks else ([*b.items] if type(b) is _Cat else [b] for b in branches):
+        for items in _distributed(branches) if looks else map(_items_of, branches):
             lead = trail = False
             j = 0
             while j < len(items) and isinstance(items[j], _Assert) and items[j].kind == "start":
@@ -969,7 +969,7 @@ class _Translator:
                 rest_at_start = _alt([_seq(after[2], suffix), after[3]])
             if tempered is None:
                 assert type(item) is _Look
-                asked = self.look_language(item, self.look_position(items[:i]))
+                asked = self.look_language(item, items[:i])
                 rest, rest_at_start = (_meet(r, asked, item.negative) for r in (rest, rest_at_start))
             else:
                 looks, char, least = tempered
@@ -987,14 +987,15 @@ class _Translator:
         assert resolved is not None
         return _concat(self.tr_items(items[:end]), resolved)
 
-    def look_language(self, look: _Look, position: bool | None = None) -> Expr:
+    def look_language(self, look: _Look, before: list[_Node] | None = None) -> Expr:
         """The strings from a lookahead's position on that it holds for when positive: a match of
         its body, then anything (``$`` inside it: the string ends with the match). A start anchor
-        inside it matches where the lookahead stands at the string's start (``position`` True,
-        pydantic's ``Decimal``: ``^(?!^[-+.]*$)...``) and nowhere else (False); None, where the
-        position may be either, refuses one."""
+        inside it matches where the lookahead stands at the string's start and nowhere else: after
+        the items ``before`` of its top-level alternative, when they say which
+        (:meth:`look_position`; pydantic's ``Decimal``: ``^(?!^[-+.]*$)...``); refused otherwise."""
         x = self.tr(look.body)
         anchored = not (_is_nothing(x[2]) and _is_nothing(x[3]))
+        position = None if not anchored or before is None else self.look_position(before)
         if anchored and position is None:
             raise _unsupported("a start anchor inside a lookahead that may or may not stand at the start",
                                self.pattern, look.pos)
@@ -1028,7 +1029,7 @@ def _distributed(branches: tuple[_Node, ...]) -> list[list[_Node]]:
     :data:`MAX_DISTRIBUTED_ALTERNATIVES` the alternatives stay as written (and such a lookahead
     is refused)."""
     out: list[list[_Node]] = []
-    work = [list(b.items) if isinstance(b, _Cat) else [b] for b in reversed(branches)]
+    work = [_items_of(b) for b in reversed(branches)]
     while work:
         items = work.pop()
         i = next((k for k, it in enumerate(items) if _splits(it)), -1)
@@ -1037,11 +1038,16 @@ def _distributed(branches: tuple[_Node, ...]) -> list[list[_Node]]:
             continue
         it = items[i]
         choices = it.items if type(it) is _Or else (_Cat(()), it.item)  # type: ignore[union-attr]
-        spelled = [items[:i] + (list(c.items) if type(c) is _Cat else [c]) + items[i + 1:] for c in choices]
+        spelled = [items[:i] + _items_of(c) + items[i + 1:] for c in choices]
         if len(out) + len(work) + len(spelled) > len(branches) + MAX_DISTRIBUTED_ALTERNATIVES:
-            return [list(b.items) if isinstance(b, _Cat) else [b] for b in branches]
+            return [_items_of(b) for b in branches]
         work.extend(reversed(spelled))
     return out
+
+
+def _items_of(node: _Node) -> list[_Node]:
+    """The items of a sequence, or the node alone."""
+    return list(node.items) if type(node) is _Cat else [node]  # type: ignore[union-attr]
 
 
 def _splits(node: _Node) -> bool:

@@ -164,6 +164,7 @@ class Converter:
         #: formats the caller defines (name -> a pattern the whole string matches): asserted whatever
         #: ``strict_format`` says, in place of a built-in format of the same name
         self.formats = _custom_formats(formats)
+        self._format_grammars: dict[str, Any] = {}  # (a custom format's grammar, for concrete values)
         self.refs = RefResolver(root)
         meta = root.get("$schema") if isinstance(root, dict) else None
         if meta is not None and "$schema" not in self.ignore and not _standard_metaschema(meta):
@@ -321,9 +322,10 @@ class Converter:
 
         if not isinstance(value, str):
             return True
-        expr = self.format(name, "#")
-        text = json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass")
-        return expr is not None and accepts(Grammar({"root": expr}), text)
+        g = self._format_grammars.get(name)
+        if g is None:
+            g = self._format_grammars[name] = Grammar({"root": self.format(name, "#")})
+        return accepts(g, json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8", "surrogatepass"))
 
     def py_search(self, pattern: str, text: str, keyword: str, pointer: str) -> bool:
         """Does ``pattern`` match somewhere in the concrete string ``text``?"""
