@@ -158,6 +158,69 @@ def test_a_pydantic_model_brings_the_formats_pydantic_writes():
     assert accepts(many, json.dumps([doc, doc]).encode()) and not accepts(many, json.dumps([{}]).encode())
 
 
+def _mutants(rng: random.Random, s: str, alphabet: str) -> list[str]:
+    """``s`` and three near misses: a character dropped, one inserted, one replaced."""
+    i, j = rng.randrange(len(s)), rng.randrange(len(s) + 1)
+    return [s, s[:i] + s[i + 1:], s[:j] + rng.choice(alphabet) + s[j:], s[:i] + rng.choice(alphabet) + s[i + 1:]]
+
+
+def _uuid_candidates(rng: random.Random, version: int) -> list[str]:
+    import uuid
+
+    out = []
+    for _ in range(60):
+        h = uuid.UUID(int=rng.getrandbits(128)).hex
+        if rng.random() < 0.7:  # (mostly the version asked for, and the RFC 4122 variant)
+            h = h[:12] + str(version) + h[13:16] + rng.choice("89ab") + h[17:]
+        hyph = str(uuid.UUID(h))
+        form = rng.choice([hyph, h, "{" + hyph + "}", "urn:uuid:" + hyph, "{" + h + "}", "urn:uuid:" + h,
+                           "URN:UUID:" + hyph, hyph[:8] + hyph[9:]])
+        out += _mutants(rng, form.upper() if rng.random() < 0.3 else form, "0123456789abcdefABCDEFG-{}:")
+    return out
+
+
+def _ip_candidates(rng: random.Random) -> list[str]:
+    import ipaddress
+
+    out = []
+    for _ in range(60):
+        if rng.random() < 0.5:
+            a = ipaddress.IPv6Address(rng.getrandbits(128) >> rng.choice([0, 16, 64, 112]))
+            s = rng.choice([a.compressed, a.exploded.upper(), "::ffff:" + str(ipaddress.IPv4Address(rng.getrandbits(32)))])
+            s += rng.choice(["", "", "%eth0", "%", "%a/b", "%x y", "%\n", "%é😀", "%\ud800"])
+        else:
+            s = str(ipaddress.IPv4Address(rng.getrandbits(32)))
+        out += _mutants(rng, s, "0123456789abcdef:.%/ ")
+    return out
+
+
+@pytest.mark.parametrize("name", ["UUID1", "UUID4", "UUID7", "IPvAnyAddress"])
+def test_pydantic_formats_are_what_pydantic_validates(name):
+    """``PYDANTIC_FORMATS``' ``uuid1`` ... ``uuid8`` and ``ipvanyaddress`` accept exactly the JSON
+    strings pydantic's validators accept: random values in every spelling pydantic takes, and near
+    misses of them (a character dropped, inserted or replaced)."""
+    pydantic = pytest.importorskip("pydantic")
+    kind = getattr(pydantic, name, None)
+    if kind is None:
+        pytest.skip(f"pydantic {pydantic.VERSION} has no {name}")
+    adapter = pydantic.TypeAdapter(kind)
+    assert adapter.json_schema()["format"] in ("uuid1", "uuid4", "uuid7", "ipvanyaddress")
+    g = json_schema_grammar(adapter)
+    rng = random.Random(name)
+    candidates = _ip_candidates(rng) if name == "IPvAnyAddress" else _uuid_candidates(rng, int(name[-1]))
+    verdicts = []
+    for s in candidates:
+        text = json.dumps(s)
+        try:
+            adapter.validate_json(text)
+            valid = True
+        except pydantic.ValidationError:
+            valid = False
+        assert accepts(g, text.encode()) == valid, s
+        verdicts.append(valid)
+    assert 20 <= sum(verdicts) <= len(verdicts) - 20  # (both kinds, many of each)
+
+
 def test_bad_inputs_raise_typed_errors():
     with pytest.raises(SchemaError):
         json_schema_grammar("{not json")

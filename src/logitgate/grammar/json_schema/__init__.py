@@ -66,7 +66,8 @@ def json_schema_grammar(
     ``formats`` defines formats of the caller's own, each a pattern (the regex dialect of
     ``pattern``) the whole string must match; they are asserted whatever ``strict_format`` says
     and replace a built-in format of the same name. A pydantic model (or ``TypeAdapter``) takes
-    :data:`.formats.PYDANTIC_FORMATS` (``password``, ``binary``, ``path``: any string) under them:
+    :data:`.formats.PYDANTIC_FORMATS` (``password``, ``uuid4``, ``ipvanyaddress``, ...: pydantic's
+    languages for them) under them:
 
         >>> from logitgate.grammar.reference import accepts
         >>> g = json_schema_grammar({"format": "ticket"}, formats={"ticket": "[A-Z]{3}-[0-9]+"})

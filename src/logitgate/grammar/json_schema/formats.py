@@ -270,13 +270,55 @@ FORMAT_EXAMPLES: dict[str, tuple[str, ...]] = {
 }
 
 
-#: formats pydantic writes whose language is exactly "any string" as pydantic validates them (JSON
-#: input): ``SecretStr``/``SecretBytes`` (``password``), ``bytes`` (``binary``, UTF-8 by default) and
-#: ``pathlib.Path`` (``path``). Applied to a pydantic model given as the schema; for a schema dict,
-#: ``json_schema_grammar(..., formats=PYDANTIC_FORMATS)``. (Its other formats -- ``uuid4``,
-#: ``ipvanyaddress``, ``base64``, ``multi-host-uri`` -- accept spellings of pydantic's own parsers:
-#: not defined here, a caller may define them.)
-PYDANTIC_FORMATS = {"password": "(?s).*", "binary": "(?s).*", "path": "(?s).*"}
+def _pydantic_uuid(version: int) -> str:
+    """pydantic's ``UUID{version}`` as it validates a JSON string: 32 hex digits of either case,
+    hyphenated 8-4-4-4-12 (also in braces, or after ``urn:uuid:``) or not at all, with that version
+    digit and the RFC 4122 variant (``8``, ``9``, ``a`` or ``b``)."""
+
+    def hx(n: int) -> str:
+        return f"[0-9a-fA-F]{{{n}}}"
+
+    hyphenated = f"{hx(8)}-{hx(4)}-{version}{hx(3)}-[89abAB]{hx(3)}-{hx(12)}"
+    return f"{hyphenated}|\\{{{hyphenated}\\}}|urn:uuid:{hyphenated}|{hx(12)}{version}{hx(3)}[89abAB]{hx(15)}"
+
+
+def _pydantic_ip_address() -> str:
+    """pydantic's ``IPvAnyAddress`` (Python's ``ipaddress``): an IPv4 address (decimal octets
+    without leading zeros) or an IPv6 address (RFC 4291's text forms, hex digits of either case),
+    the latter with an optional scope id (``%`` then characters other than ``%`` and ``/``)."""
+    octet = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+    v4 = f"{octet}(?:\\.{octet}){{3}}"
+    h16 = "[0-9a-fA-F]{1,4}"
+    ls32 = f"(?:{h16}:{h16}|{v4})"
+
+    def before(k: int) -> str:  # [ *k( h16 ":" ) h16 ]
+        return f"(?:(?:{h16}:){{0,{k}}}{h16})?"
+
+    v6 = "|".join((f"(?:{h16}:){{6}}{ls32}", f"::(?:{h16}:){{5}}{ls32}", f"(?:{h16})?::(?:{h16}:){{4}}{ls32}",
+                   *(f"{before(k)}::(?:{h16}:){{{4 - k}}}{ls32}" for k in (1, 2, 3)),
+                   f"{before(4)}::{ls32}", f"{before(5)}::{h16}", f"{before(6)}::"))
+    return f"{v4}|(?:{v6})(?:%[^%/]+)?"
+
+
+#: formats pydantic writes, as pydantic validates a JSON string of them (each checked against
+#: pydantic's validators in the tests). Applied to a pydantic model or ``TypeAdapter`` given as the
+#: schema; for a schema dict, ``json_schema_grammar(..., formats=PYDANTIC_FORMATS)``.
+#:
+#: - any string: ``password`` (``SecretStr``, ``SecretBytes``), ``binary`` (``bytes``, UTF-8 by
+#:   default), ``path`` (``pathlib.Path``);
+#: - ``uuid1`` ... ``uuid8`` (``UUID1`` ... ``UUID8``): see :func:`_pydantic_uuid`;
+#: - ``ipvanyaddress`` (``IPvAnyAddress``): see :func:`_pydantic_ip_address`.
+#:
+#: Not defined (a caller may define them): ``ipvanyinterface`` and ``ipvanynetwork`` (netmask
+#: forms, host bits), ``base64``, ``multi-host-uri`` (pydantic's URL parser), ``file-path`` and
+#: ``directory-path`` (they depend on the file system), ``color``.
+PYDANTIC_FORMATS = {
+    "password": "(?s).*",
+    "binary": "(?s).*",
+    "path": "(?s).*",
+    **{f"uuid{v}": _pydantic_uuid(v) for v in (1, 3, 4, 5, 6, 7, 8)},
+    "ipvanyaddress": _pydantic_ip_address(),
+}
 
 #: formats of the JSON Schema vocabulary that are not supported, and why (the others are unknown)
 UNSUPPORTED_FORMATS = {
