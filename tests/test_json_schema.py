@@ -519,6 +519,19 @@ def test_several_contains_are_counted_together(schema):
         json_schema_grammar({"allOf": [{"contains": {"const": k}} for k in range(4)]})
 
 
+def test_member_rules_read_in_one_place_are_written_there():
+    """An object's rule for "member j or what may come instead" is named only where two places read
+    it (after an optional member: that member, or its skip); after a required member, and for the
+    first member, it is written in place. The language is the same either way."""
+    props = {k: {"type": "integer"} for k in "abcde"}
+    for required, named in ((list("abcde"), 0), (["a", "b", "d", "e"], 1), ([], 4)):
+        schema = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+        g = check(schema, good=[{k: 1 for k in "abcde"}, {k: 1 for k in required}],
+                  bad=[{k: 1 for k in required[:-1]}] if required else [{"f": 1}])
+        assert sum(".k" in name for name in g.rules) == named, sorted(g.rules)
+        assert not accepts(g, json.dumps({k: 1 for k in "edcba"}).encode())  # (declared order)
+
+
 def test_plain_scalar_properties_share_one_body_and_keep_their_own_constraints():
     schema = {"type": "object", "properties": {
         "a": {"type": "integer", "description": "plain"}, "b": {"type": "integer", "minimum": 3},

@@ -242,6 +242,9 @@ def _members_in_order(cv: Converter, members: list[tuple[str, list[tuple[Expr, i
     rules is read last where it is read, so the engine builds them into the object's automaton
     once each (:func:`logitgate.engine.rtn._tail_merges`): a separator or a key prefix is read
     by one parser stack, and each member's automaton exists once, whichever member came before.
+    Those read in one place only (``k0``, and ``k{j}`` after a required member) are written in that
+    place instead of named, where no request is asked: the same automaton, and one rule fewer for
+    each of the compile's passes over the grammar's rules (~5 % of a typical MaskBench compile).
     With requests to meet, rules ``q{j}_{m}`` and ``y{m}`` are those read when only the requests
     of mask ``m`` are met so far (the closing brace only once all are).
     """
@@ -272,9 +275,12 @@ def _members_in_order(cv: Converter, members: list[tuple[str, list[tuple[Expr, i
                 opts.append(seq(member, alt(*after_it)))
             cv.rules[f"{prefix}.y{m}"] = alt(*opts)
 
+    inlined: dict[int, Expr] = {}  # the bodies of rules ``k{j}`` written where they are read
+
     def from_(k: int, m: int) -> Expr | None:  # member k or a later one, or the extra members
         if k < n:                                # (None: nothing)
-            return Ref(f"{prefix}.k{k}" if m == full else f"{prefix}.q{k}_{m}")
+            body = inlined.get(k) if m == full else None
+            return body if body is not None else Ref(f"{prefix}.k{k}" if m == full else f"{prefix}.q{k}_{m}")
         return extras_from(m)
 
     def after(k: int, first: bool, m: int) -> Expr:  # what may follow the opening brace or a member
@@ -285,12 +291,17 @@ def _members_in_order(cv: Converter, members: list[tuple[str, list[tuple[Expr, i
         return alt(*opts)
 
     for m in range(full + 1):
-        for j, (_, variants, required) in enumerate(members):
+        for j in range(n - 1, -1, -1):  # (last first: a rule written where it is read is made before)
+            _, variants, required = members[j]
             opts = [seq(member, after(j + 1, False, m | meets)) for member, meets in variants]
             skip = None if required else from_(j + 1, m)
             if skip is not None:
                 opts.append(skip)
-            cv.rules[f"{prefix}.k{j}" if m == full else f"{prefix}.q{j}_{m}"] = alt(*opts)
+            read_once = j == 0 or (members[j - 1][2] and len(members[j - 1][1]) == 1)
+            if read_once and not complements:  # (with requests: a rule per set of them met)
+                inlined[j] = alt(*opts)
+            else:
+                cv.rules[f"{prefix}.k{j}" if m == full else f"{prefix}.q{j}_{m}"] = alt(*opts)
     return seq(lit("{"), after(0, True, 0))
 
 
