@@ -522,7 +522,8 @@ def test_several_contains_are_counted_together(schema):
 def test_member_rules_read_in_one_place_are_written_there():
     """An object's rule for "member j or what may come instead" is named only where two places read
     it (after an optional member: that member, or its skip); after a required member, and for the
-    first member, it is written in place. The language is the same either way."""
+    first member, it is written in place; so are the extra members after a required last member.
+    The language is the same either way."""
     props = {k: {"type": "integer"} for k in "abcde"}
     for required, named in ((list("abcde"), 0), (["a", "b", "d", "e"], 1), ([], 4)):
         schema = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
@@ -530,6 +531,11 @@ def test_member_rules_read_in_one_place_are_written_there():
                   bad=[{k: 1 for k in required[:-1]}] if required else [{"f": 1}])
         assert sum(".k" in name for name in g.rules) == named, sorted(g.rules)
         assert not accepts(g, json.dumps({k: 1 for k in "edcba"}).encode())  # (declared order)
+    for required, named in ((["a", "b"], False), (["a"], True)):  # (extra members: read after "b" only)
+        g = check({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                   "required": required, "additionalProperties": {"type": "string"}},
+                  good=[{"a": 1, "b": 2, "c": "x", "d": "y"}], bad=[{"a": 1, "b": 2, "c": 3}])
+        assert any(name.endswith(".x") for name in g.rules) == named, sorted(g.rules)
 
 
 def test_plain_scalar_properties_share_one_body_and_keep_their_own_constraints():

@@ -242,8 +242,8 @@ def _members_in_order(cv: Converter, members: list[tuple[str, list[tuple[Expr, i
     rules is read last where it is read, so the engine builds them into the object's automaton
     once each (:func:`logitgate.engine.rtn._tail_merges`): a separator or a key prefix is read
     by one parser stack, and each member's automaton exists once, whichever member came before.
-    Those read in one place only (``k0``, and ``k{j}`` after a required member) are written in that
-    place instead of named, where no request is asked: the same automaton, and one rule fewer for
+    Those read in one place only (``k0``, ``k{j}`` after a required member, and ``x`` after a
+    required last member) are written in that place instead of named, where no request is asked: the same automaton, and one rule fewer for
     each of the compile's passes over the grammar's rules (~5 % of a typical MaskBench compile).
     With requests to meet, rules ``q{j}_{m}`` and ``y{m}`` are those read when only the requests
     of mask ``m`` are met so far (the closing brace only once all are).
@@ -257,7 +257,8 @@ def _members_in_order(cv: Converter, members: list[tuple[str, list[tuple[Expr, i
         next_required[k] = k if members[k][2] else next_required[k + 1]
     close, comma = cv.lex.close_object, cv.lex.comma
     extras = None if extra is None else seq(extra, repeat(seq(comma, extra), 0, None), close)
-    if extras is not None and n:
+    # (named where more than the last member reads it: an optional last member, or requests)
+    if extras is not None and n and (complements or not members[-1][2] or len(members[-1][1]) > 1):
         cv.rules[f"{prefix}.x"] = extras
         extras = Ref(f"{prefix}.x")
 
