@@ -258,8 +258,9 @@ def _members_in_order(cv: Converter, members: list[tuple[str, list[tuple[Expr, i
         next_required[k] = k if members[k][2] else next_required[k + 1]
     close, comma = cv.lex.close_object, cv.lex.comma
     extras = None if extra is None else seq(extra, repeat(seq(comma, extra), 0, None), close)
-    # (named where more than the last member reads it: an optional last member, or requests)
-    if extras is not None and n and (complements or not members[-1][2] or len(members[-1][1]) > 1):
+    # (without requests every member has one variant: a rule after a required member is read from
+    # that member alone, and is written in place; the extra members are named after an optional one)
+    if extras is not None and n and (complements or not members[-1][2]):
         cv.rules[f"{prefix}.x"] = extras
         extras = Ref(f"{prefix}.x")
 
@@ -281,7 +282,7 @@ def _members_in_order(cv: Converter, members: list[tuple[str, list[tuple[Expr, i
 
     def from_(k: int, m: int) -> Expr | None:  # member k or a later one, or the extra members
         if k < n:                                # (None: nothing)
-            body = inlined.get(k) if m == full else None
+            body = inlined.get(k)  # (none with requests)
             return body if body is not None else Ref(f"{prefix}.k{k}" if m == full else f"{prefix}.q{k}_{m}")
         return extras_from(m)
 
@@ -299,8 +300,7 @@ def _members_in_order(cv: Converter, members: list[tuple[str, list[tuple[Expr, i
             skip = None if required else from_(j + 1, m)
             if skip is not None:
                 opts.append(skip)
-            read_once = j == 0 or (members[j - 1][2] and len(members[j - 1][1]) == 1)
-            if read_once and not complements:  # (with requests: a rule per set of them met)
+            if not complements and (j == 0 or members[j - 1][2]):  # (read in one place)
                 inlined[j] = alt(*opts)
             else:
                 cv.rules[f"{prefix}.k{j}" if m == full else f"{prefix}.q{j}_{m}"] = alt(*opts)
