@@ -307,7 +307,7 @@ def test_walk_plan_takes_a_slice_whole_exactly_when_its_cover_survives(compiler)
                     continue
                 k = index[id(sl.cover)]
                 first = slices.cover_edges(k, rtn)[5]
-                if dies_at_once(s, rtn.trans, rtn.num_classes, rtn.chain_ptr, first):
+                if dies_at_once(s, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target, first):
                     assert not whole, (schema, s, sl.name)
                     continue
                 h = slices.survival_depth(k, s, rtn)
@@ -326,6 +326,36 @@ def _subtrees(trie, starts, ends) -> set[int]:
             out.add(int(i))
             i = int(trie.node_end[i])
     return out
+
+
+def test_a_cover_dies_at_once_only_where_a_search_finds_depth_zero(compiler):
+    """The plan's shortcut (no search where some character's first byte is taken neither by the
+    state nor by a rule its call chains enter) agrees with the search itself: where it says so, the
+    survival depth is 0, at states that call rules (an operand, a JSON value) as at plain ones.
+    (Not the converse: a character may die at a later byte.)"""
+    from logitgate.engine._survival import dies_at_once, survival_search
+    from logitgate.engine.slices import MAX_PAIRS
+
+    expression = 'root ::= term (("+" | "-") term)*\nterm ::= [0-9]+ | "(" root ")" | "-" term | [a-z]+ "(" root ")"'
+    grammars = [compiler.compile_json_schema(schema) for schema in SCHEMAS] + [compiler.compile_grammar(expression),
+                                                                              compiler.compile_grammar(SQL)]
+    verdicts = {True: 0, False: 0}
+    calling = 0
+    for cg in grammars:
+        rtn, slices = cg.rtn, cg._runtime.slices
+        starts = slices._cover_params[0]
+        for k in range(len(slices.covers)):
+            ptr, to, fin, cls_ptr, cls, first, boundary = slices.cover_edges(k, rtn)
+            for s in range(rtn.num_states):
+                quick = dies_at_once(s, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target, first)
+                lower = np.zeros(rtn.num_states, dtype=np.int16)
+                depth = survival_search(s, 64, MAX_PAIRS, rtn.trans, rtn.num_classes, rtn.chain_ptr, rtn.chain_target,
+                                        starts[k], ptr, to, fin, cls_ptr, cls, boundary, lower)
+                if quick:
+                    assert depth == 0, (k, s, depth)
+                verdicts[quick] += 1
+                calling += quick and rtn.chain_ptr[s + 1] > rtn.chain_ptr[s]
+    assert verdicts[True] and verdicts[False] and calling
 
 
 def _first_bytes(rtn, s) -> set[int]:

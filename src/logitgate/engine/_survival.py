@@ -62,13 +62,20 @@ def _lookup(table, buf, n, set_data, set_off):
 
 
 @njit(nogil=True, cache=True)
-def dies_at_once(state, trans, ncls, chain_ptr, first_classes):
-    """True when ``state`` has no call chains and rejects a class some character starts with:
-    its survival depth is 0 without a search."""
-    if chain_ptr[state] != chain_ptr[state + 1]:
-        return False
-    for c in first_classes:  # noqa: SIM110 (numba compiles no generator expressions)
-        if trans[state * ncls + c] < 0:
+def dies_at_once(state, trans, ncls, chain_ptr, chain_target, first_classes):
+    """True when ``state`` rejects a class some character starts with, and so does every rule its
+    call chains enter: its survival depth is 0 without a search. (A state that opens a value, an
+    expression's operand, calls a rule; most covers die at its first byte all the same.)"""
+    lo, hi = chain_ptr[state], chain_ptr[state + 1]
+    for c in first_classes:
+        if trans[state * ncls + c] >= 0:
+            continue
+        taken = False
+        for x in range(lo, hi):
+            if trans[chain_target[x] * ncls + c] >= 0:
+                taken = True
+                break
+        if not taken:
             return True
     return False
 
@@ -410,9 +417,9 @@ def table_views(tables):
 
 
 @njit(nogil=True, cache=True)
-def _quick_depth(k, s, trans, ncls, chain_ptr, off, first, limit, lower, memo):
+def _quick_depth(k, s, trans, ncls, chain_ptr, chain_target, off, first, limit, lower, memo):
     """Cover ``k``'s survival depth of ``s`` when known without a search, else ``UNKNOWN_DEPTH``."""
-    if dies_at_once(s, trans, ncls, chain_ptr, first[off[k, T_FIRST]:off[k + 1, T_FIRST]]):
+    if dies_at_once(s, trans, ncls, chain_ptr, chain_target, first[off[k, T_FIRST]:off[k + 1, T_FIRST]]):
         return 0
     known = lower[k, s]  # (depth + 1)
     if known > limit:
@@ -436,7 +443,7 @@ def cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit
     made once, where each key start searched the declared names and the other keys together.
     """
     limit = c_limit[k]
-    r = _quick_depth(k, state, trans, ncls, chain_ptr, off, first, limit, lower, memo)
+    r = _quick_depth(k, state, trans, ncls, chain_ptr, chain_target, off, first, limit, lower, memo)
     if r != UNKNOWN_DEPTH:
         return r
     e0, e1 = off[k, T_EDGE], off[k + 1, T_EDGE]
@@ -460,7 +467,7 @@ def cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit
                         seen = True
                         break
                 if not seen:
-                    rt = _quick_depth(k, t, trans, ncls, chain_ptr, off, first, limit, lower, memo)
+                    rt = _quick_depth(k, t, trans, ncls, chain_ptr, chain_target, off, first, limit, lower, memo)
                     if rt >= limit:  # (everything, or as deep as the limit asks: decides as everything does)
                         result = rt
                         break
@@ -509,7 +516,7 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
     nk = c_start.shape[0]
     depth = np.zeros(nk, dtype=np.int64)
     for k in range(nk):
-        if dies_at_once(state, trans, ncls, chain_ptr, first[off[k, T_FIRST]:off[k + 1, T_FIRST]]):
+        if dies_at_once(state, trans, ncls, chain_ptr, chain_target, first[off[k, T_FIRST]:off[k + 1, T_FIRST]]):
             continue  # (most states: no search, no memo)
         known = -1
         for w in range(nk):
