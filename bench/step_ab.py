@@ -8,9 +8,14 @@ the median over the rounds of the mean fill (``fill_next_token_bitmask``) and ac
 (``accept_token``) µs per token. Whole runs on a shared machine drift by more than the few per
 cent a change to the step makes; interleaved rounds in one process do not.
 
+With ``--cold``, each round compiles the workload again with the compilers' caches cleared (the
+compiled grammars and the shared masks), so every step is a first visit, as in a benchmark's first
+trace: what a change to a first mask or a first context resolution saves, without the run-to-run
+noise of the fresh processes ``logitgate bench workloads`` starts (the process stays warm).
+
 The base revision is extracted as in ``compile_ab.py`` (the package ``lgbase``).
 
-    python bench/step_ab.py --base HEAD~1 [--rounds 40] [--workloads recursive arith]
+    python bench/step_ab.py --base HEAD~1 [--rounds 40] [--workloads recursive arith] [--cold]
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=40, help="timed rounds per workload")
     p.add_argument("--warm", type=int, default=5, help="untimed rounds first")
     p.add_argument("--workloads", nargs="*", default=None, help="workload names (prefixes); default: all")
+    p.add_argument("--cold", action="store_true", help="compile afresh each round, caches cleared: first visits")
     args = p.parse_args()
     enc = bundled_encoding("qwen2")
     chosen = [w for w in workloads()
@@ -87,6 +93,9 @@ def main() -> None:
             order = list(sides)
             for r in range(args.warm + args.rounds):
                 for k in (order if r % 2 == 0 else order[::-1]):
+                    if args.cold:
+                        sides[k][0].clear_cache()
+                        compiled[k] = compile_workload(sides[k][0], w)
                     f, a = trace(sides[k][1], compiled[k], sides[k][2], texts)
                     if r >= args.warm:
                         times[k][0].append(f)
