@@ -80,6 +80,15 @@ def dies_at_once(state, trans, ncls, chain_ptr, chain_target, first_classes):
     return False
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _takes_not_all(can, classes):
+    """Whether some class of ``classes`` is not among those ``can`` marks."""
+    for c in classes:  # noqa: SIM110 (numba compiles no generator expressions)
+        if not can[c]:
+            return True
+    return False
+
+
 @njit(nogil=True, cache=True)
 def survival_search(
     state, limit, max_pairs,
@@ -513,11 +522,18 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
     those of the slices kept apart (``s_apart[j]``: whitespace), and a state that takes no other slice
     whole walks it instead of the slices -- and, beside it, the slices kept apart it does not take.
     """
+    # the classes the state takes inside its frame: its transitions and its call chains' entries
+    can = np.zeros(ncls, dtype=np.uint8)
+    for x in range(chain_ptr[state] - 1, chain_ptr[state + 1]):
+        t = state if x < chain_ptr[state] else chain_target[x]
+        for c in range(ncls):
+            if trans[t * ncls + c] >= 0:
+                can[c] = 1
     nk = c_start.shape[0]
     depth = np.zeros(nk, dtype=np.int64)
     for k in range(nk):
-        if dies_at_once(state, trans, ncls, chain_ptr, chain_target, first[off[k, T_FIRST]:off[k + 1, T_FIRST]]):
-            continue  # (most states: no search, no memo)
+        if _takes_not_all(can, first[off[k, T_FIRST]:off[k + 1, T_FIRST]]):
+            continue  # (most states: dies at once, as :func:`dies_at_once` finds; no search, no memo)
         known = -1
         for w in range(nk):
             if (c_wider[k] >> w) & 1 and depth[w] > known:
@@ -527,14 +543,7 @@ def plan_state(state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, c_
         else:
             depth[k] = cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit, off, edge_ptr,
                                    edge_to, edge_final, edge_cls_ptr, edge_cls, first, boundary, lower, memo, max_pairs)
-    # the classes the state takes inside its frame: its transitions and its call chains' entries
     pops = final[state] != 0
-    can = np.zeros(ncls, dtype=np.uint8)
-    for x in range(chain_ptr[state] - 1, chain_ptr[state + 1]):
-        t = state if x < chain_ptr[state] else chain_target[x]
-        for c in range(ncls):
-            if trans[t * ncls + c] >= 0:
-                can[c] = 1
     n = 0
     ne = 0
     n_sl = s_cover.shape[0]
