@@ -230,6 +230,23 @@ def test_inputs_that_convert_to_one_grammar_share_its_compile() -> None:
     assert compiler.compile_json_schema(described) is not first
 
 
+def test_only_the_last_grammars_are_kept_for_sharing() -> None:
+    """A compiler keeps the grammars of its last ``SHARED_GRAMMARS`` compiles (each holds its IR, which
+    every full collection of the cyclic garbage collector walks): a variant of a recent schema shares
+    its compile, one of a schema compiled longer ago than that is compiled again."""
+    from logitgate.engine.compiler import SHARED_GRAMMARS
+
+    compiler = lg.GrammarCompiler(small_vocab(['{"a": 1}']))
+    schemas = [{"type": "object", "properties": {f"k{i}": {"type": "integer"}}} for i in range(SHARED_GRAMMARS + 3)]
+    compiled = [compiler.compile_json_schema(schema) for schema in schemas]  # (all alive: held here)
+    assert len(compiler._by_grammar) == SHARED_GRAMMARS
+    assert compiler.compile_json_schema({**schemas[-1], "title": "a recent one"}) is compiled[-1]
+    old = compiler.compile_json_schema({**schemas[0], "title": "an old one"})
+    assert old is not compiled[0]
+    assert compiler.compile_json_schema({**schemas[0], "description": "the same"}) is old  # (kept again)
+    assert len(compiler._by_grammar) == SHARED_GRAMMARS
+
+
 def test_a_dropped_compiler_is_freed_without_the_cyclic_collector() -> None:
     """The mask store reads the compiled grammars' bytes through a weak reference: a callback
     holding the compiler made a cycle, so a dropped compiler and every grammar and mask it cached
