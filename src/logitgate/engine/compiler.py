@@ -55,10 +55,10 @@ __all__ = ["CompiledGrammar", "GrammarCompiler"]
 
 _BOTTOM_KEY = -1  # context-cache key entry: no frame below
 #: how many grammars a compiler keeps to share their compiles with inputs that convert to an equal
-#: grammar (the most recently used). Each keeps its IR alive, thousands of small objects that every
-#: full collection of the process's cyclic garbage collector walks: with the IR of the 300 MaskBench
-#: schemas of a run kept (every one cached), a full collection took 75 ms, a step that met it 48 ms;
-#: with the last 16 kept, 13-27 ms
+#: grammar (the most recently used). Each keeps its IR alive (~300 small objects for a MaskBench
+#: schema), which every full collection of the process's cyclic garbage collector walks: with the IR
+#: of a MaskBench run's 300 schemas kept (every one cached), a full collection took 75 ms, a token
+#: step that met it 48 ms; with the last 16 kept, 13-27 ms
 SHARED_GRAMMARS = 16
 
 
