@@ -635,7 +635,9 @@ class GrammarCompiler:
         if cg is None:
             cg = self._compile(grammar)
             with self._lock:
-                cg = self._shared(grammar) or cg  # (another thread's, compiled meanwhile, is kept)
+                shared = self._shared(grammar)
+                if shared is not None:  # (another thread's, compiled meanwhile, is kept)
+                    return shared
                 self._by_grammar[grammar] = weakref.ref(cg)
                 while len(self._by_grammar) > SHARED_GRAMMARS:
                     self._by_grammar.popitem(last=False)
