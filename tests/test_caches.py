@@ -51,12 +51,34 @@ def test_the_rule_cache_is_bounded_by_the_size_of_what_its_keys_hold(monkeypatch
     used ones past ``max_cost``, however few entries there are."""
     cache = LRU(2048, max_bytes=256 << 20, weight=lambda e: e.dfa.nbytes, max_cost=2000)
     monkeypatch.setattr(rtn, "_RULE_DFAS", cache)
+    monkeypatch.setattr(rtn, "RULE_CACHE_ENTRY_MAX_COST", 10_000)  # (the members' rules are large: see below)
     assert rtn.RULE_CACHE_MAX_COST < 100_000  # (the real one: tens of thousands of nodes, not 2,048 rules' worth)
     for i in range(40):  # objects of 12 members, each an array of one of 40 object types
         member = {"type": "object", "properties": {f"k{j}_{i}": {"type": "integer"} for j in range(12)},
                   "required": [f"k0_{i}"]}
         rtn.compile_rtn(Grammar.from_json_schema({"type": "array", "items": member}))
     assert 0 < cache.cost <= 2000 and len(cache) < 40
+
+
+def test_a_rule_too_large_to_be_met_again_is_not_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule whose program passes ``RULE_CACHE_ENTRY_MAX_COST`` is compiled, not kept (its key
+    would keep that many expression nodes alive, for the rare grammar that has the same rule); the
+    small rules of the same grammar are kept, and the result is as with the limit lifted."""
+    cache = LRU(2048, max_bytes=256 << 20, weight=lambda e: e.dfa.nbytes, max_cost=1 << 20)
+    monkeypatch.setattr(rtn, "_RULE_DFAS", cache)
+    member = {"type": "object", "properties": {f"k{j}": {"type": "integer"} for j in range(30)}}
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": member}, "b": member,
+                                               "s": {"type": "string"}, "t": {"type": "string"}}}
+    grammar = Grammar.from_json_schema(schema)
+    limited = rtn.compile_rtn(grammar)
+    kept = [e[3] for e in cache._items.values()]  # (each entry's cost)
+    assert kept and max(kept) <= rtn.RULE_CACHE_ENTRY_MAX_COST
+    monkeypatch.setattr(rtn, "RULE_CACHE_ENTRY_MAX_COST", 1 << 20)
+    cache._items.clear()
+    unlimited = rtn.compile_rtn(grammar)
+    assert max(e[3] for e in cache._items.values()) > 512  # (the member object's rule: over the real limit)
+    for a, b in zip(_arrays(limited), _arrays(unlimited)):
+        assert np.array_equal(a, b)
 
 
 def _arrays(r: rtn.RTN) -> list[np.ndarray]:
@@ -245,6 +267,37 @@ def test_only_the_last_grammars_are_kept_for_sharing() -> None:
     assert old is not compiled[0]
     assert compiler.compile_json_schema({**schemas[0], "description": "the same"}) is old  # (kept again)
     assert len(compiler._by_grammar) == SHARED_GRAMMARS
+
+
+def test_grammars_kept_for_sharing_are_bounded_by_their_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Besides their count, the grammars kept for sharing hold at most ``SHARED_GRAMMAR_RULES``
+    rules together (a large schema's IR is tens of thousands of objects): the oldest go first, and
+    a grammar larger than that alone is not kept (a variant of it compiles again); a small one
+    still shares."""
+    from logitgate.engine import compiler as compiler_module
+
+    monkeypatch.setattr(compiler_module, "SHARED_GRAMMAR_RULES", 40)
+    compiler = lg.GrammarCompiler(small_vocab(['{"a": 1}']))
+
+    def nested(depth: int, tag: str) -> dict:  # an object in objects: a rule each (and ``root``)
+        schema: dict = {"type": "integer"}
+        for i in range(depth):
+            schema = {"type": "object", "properties": {f"{tag}{i}": schema}, "required": [f"{tag}{i}"]}
+        return schema
+
+    small = [nested(3, f"s{i}") for i in range(8)]
+    compiled = [compiler.compile_json_schema(schema) for schema in small]  # (all alive: held here)
+    rules = [len(g.rules) for g in compiler._by_grammar]
+    assert sum(rules) <= 40 and sum(rules) == compiler._shared_rules
+    assert 1 < len(rules) < len(small)  # (the oldest went for the rule budget, not the count)
+    assert compiler.compile_json_schema({**small[-1], "title": "a recent one"}) is compiled[-1]
+    large = nested(60, "l")
+    big = compiler.compile_json_schema(large)
+    assert all(len(g.rules) <= 40 for g in compiler._by_grammar)
+    assert compiler.compile_json_schema({**large, "title": "a variant"}) is not big
+    assert compiler.compile_json_schema({**small[-1], "description": "still shared"}) is compiled[-1]
+    compiler.clear_cache()
+    assert compiler._shared_rules == 0 and not compiler._by_grammar
 
 
 def test_a_dropped_compiler_is_freed_without_the_cyclic_collector() -> None:

@@ -637,7 +637,9 @@ def compile_rtn(grammar: Grammar, limits: CompileLimits | None = None, *, fold_r
                     dfa = minimize(dfa) or dfa
                 elif "_trimmed" not in dfa.__dict__:
                     dfa = trim(dfa) or dfa
-            if name != root:  # (a root is one grammar's own automaton: kept, it would keep its IR alive)
+            # (a root is one grammar's own automaton, and a large rule seldom another grammar's: not
+            # kept, either would keep its IR alive)
+            if name != root and prog.size <= RULE_CACHE_ENTRY_MAX_COST:
                 assert key is not None  # (only a root goes without)
                 _RULE_DFAS.put(key, _NamedCalls.of(dfa, used, called), cost=prog.size)
                 _cached_body(body)
@@ -791,6 +793,9 @@ _DIGEST_LOCK = threading.Lock()
 #: that are found again are small (the median of those found holds 2 nodes); entries of more than
 #: 8 inlined rules held two thirds of the nodes and 3 % of the hits.
 RULE_CACHE_MAX_COST = 65_536
+#: the largest entry kept (a rule whose program is larger is compiled again when met again): over
+#: 2,500 MaskBench schemas, the entries of at most 512 held 99 % of the hits and half the cost
+RULE_CACHE_ENTRY_MAX_COST = 512
 _RULE_DFAS: LRU[_NamedCalls] = LRU(2048, max_bytes=256 << 20, weight=lambda e: e.dfa.nbytes,
                                    max_cost=RULE_CACHE_MAX_COST)
 
