@@ -271,7 +271,7 @@ def test_only_the_last_grammars_are_kept_for_sharing() -> None:
 
 def test_grammars_kept_for_sharing_are_bounded_by_their_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     """Besides their count, the grammars kept for sharing hold at most ``SHARED_GRAMMAR_RULES``
-    rules together (a large schema's IR is tens of thousands of objects): the oldest go first, and
+    rules together (a large schema's IR is thousands of objects): the oldest go first, and
     a grammar larger than that alone is not kept (a variant of it compiles again); a small one
     still shares."""
     from logitgate.engine import compiler as compiler_module
