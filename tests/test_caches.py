@@ -81,6 +81,27 @@ def test_a_rule_too_large_to_be_met_again_is_not_cached(monkeypatch: pytest.Monk
         assert np.array_equal(a, b)
 
 
+def test_the_numbers_expression_cache_is_bounded_for_integer_ranges_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The numerals of a formula are kept for the next schema with the same bounds, at most
+    ``_EXPR_CACHE_SIZE`` formulas: integer ranges (spelled directly, the common case) went in
+    without the oldest going out, so distinct bounds grew it without end. An evicted formula
+    converts again to the same grammar."""
+    from logitgate.grammar.json_schema import numbers
+
+    monkeypatch.setattr(numbers, "_EXPR_CACHE", {})
+    monkeypatch.setattr(numbers, "_EXPR_CACHE_SIZE", 8)
+
+    def schema(i: int) -> dict:
+        return {"type": "integer", "minimum": i, "maximum": 1000 + i}
+
+    first = Grammar.from_json_schema(schema(0))
+    for i in range(1, 30):
+        Grammar.from_json_schema(schema(i))
+        Grammar.from_json_schema({"type": "number", "multipleOf": 0.5, "maximum": i})  # (an automaton)
+    assert 0 < len(numbers._EXPR_CACHE) <= 8
+    assert Grammar.from_json_schema(schema(0)) == first  # (evicted long since: converted again)
+
+
 def _arrays(r: rtn.RTN) -> list[np.ndarray]:
     return [r.trans, r.final, r.byte_class, r.chain_ptr, r.chain_target, r.chain_push_ptr, r.chain_push]
 

@@ -669,14 +669,14 @@ def number_expr(formula: Formula, rule_prefix: str = "num", plain_integers: bool
     key = (formula, "plain integers") if plain_integers else (formula, "decorated") if decorated else formula
     hit = _EXPR_CACHE.get(key)
     if hit is None:
+        if len(_EXPR_CACHE) >= _EXPR_CACHE_SIZE:  # (the oldest goes; another thread may take it first)
+            _EXPR_CACHE.pop(next(iter(_EXPR_CACHE), None), None)
         bounds = None if decorated else _integer_bounds(formula)
         if bounds is not None:  # (the common case, spelled directly: the same language)
             e = _integer_range_expr(*bounds, plain_integers)
             _EXPR_CACHE[key] = e
             return e, {}
         d = _dfa_of(*_numeral_table((formula, plain_integers, decorated)))
-        if len(_EXPR_CACHE) >= _EXPR_CACHE_SIZE:
-            _EXPR_CACHE.pop(next(iter(_EXPR_CACHE)))
         if len(d.trans) > SPECIAL_MIN_STATES and not _has_cycles(d):  # (see NUMERAL_KIND)
             e = _EXPR_CACHE[key] = Special(NUMERAL_KIND, (formula, plain_integers, decorated))
             return e, {}
