@@ -1167,6 +1167,12 @@ def test_number_bounds_match_brute_force():
          "oneOf": [{"type": "integer", "enum": [6, -1]}, {"type": "integer", "enum": [-1, 12]}]},
         # (a number that is not an integer, in draft 4: any numeral with a fraction or exponent)
         {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "not": {"type": "integer"}},
+        # (a `not` of draft 4's integers in a range removes no numeral with a fraction or exponent)
+        {"$schema": "http://json-schema.org/draft-04/schema#", "not": {"type": "integer", "minimum": 0}},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number",
+         "not": {"type": "integer", "maximum": 9}, "minimum": -2},
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer",
+         "not": {"type": "integer", "minimum": 10}},
         {"$schema": "http://json-schema.org/draft-04/schema#", "oneOf": [{"type": "integer"}, {"minimum": 2}]},
         {"$schema": "http://json-schema.org/draft-04/schema#",  # (split per type: the objects overlap)
          "oneOf": [{"type": "number", "maximum": 12}, {"type": "object"}, {"type": "object", "required": ["a"]}]},

@@ -108,7 +108,7 @@ class Negation:
 
     types: set
     values: list
-    num_formulas: list = field(default_factory=list)
+    num_formulas: list = field(default_factory=list)  # (formula, the spelling it is limited to)
     str_contents: list = field(default_factory=list)
     positive: Any = None  # a schema equal to the complement (De Morgan form), used instead
 
@@ -985,7 +985,8 @@ class Converter:
                 continue
             out.types.add(t)
         if has_num and types & {"integer", "fraction"}:
-            out.num_formulas.append(self.num_formula(nodes, frozenset(types)))
+            ft = frozenset(types)
+            out.num_formulas.append((self.num_formula(nodes, ft), self._numeral_shape(ft)))
         return out
 
     def de_morgan(self, key_schema: Any, nodes: list[Node], keyword: str, ptr: str,
@@ -1082,17 +1083,27 @@ class Converter:
 
     # ------------------------------------------------------------------ numbers
     def number(self, nodes: list[Node], types: frozenset, excluded: list[Any],
-               excluded_formulas: list | None = None) -> Expr:
-        formula = self.num_formula(nodes, types)
-        atoms = [formula]
+               excluded_formulas: list[tuple[Any, dict[str, bool]]] | None = None) -> Expr:
+        """The numerals of ``types`` that ``nodes`` accept, but for the ``excluded`` values and the
+        numbers of the ``excluded_formulas`` (each with the spelling it is limited to, as
+        :meth:`_numeral_shape` gives it: a ``not`` of draft 4's integers removes no ``1.0``)."""
+        atoms = [self.num_formula(nodes, types)]
         for v in excluded:
             f = to_fraction(v)
             atoms.append(num.Not(num.Range(f, False, f, False)))
-        for fx in excluded_formulas or ():
-            atoms.append(num.Not(fx))
-        formula = num.And(tuple(atoms)) if len(atoms) > 1 else formula
-        prefix = self.new_name("n")
-        e, rules = num.number_expr(formula, rule_prefix=prefix, **self._numeral_shape(types))
+        shaped = excluded_formulas or []
+        shape = self._numeral_shape(types)
+        if not shape and any(sh for _, sh in shaped):  # (draft 4: either spelling, each excluded apart)
+            return alt(self._numerals(atoms, shaped, {"plain_integers": True}),
+                       self._numerals(atoms, shaped, {"decorated": True}))
+        return self._numerals(atoms, shaped, shape)
+
+    def _numerals(self, atoms: list[Any], shaped: list[tuple[Any, dict[str, bool]]], shape: dict[str, bool]) -> Expr:
+        """The numerals spelled as ``shape`` says whose value satisfies ``atoms``, less those of each
+        excluded formula whose spelling they have."""
+        atoms = atoms + [num.Not(fx) for fx, sh in shaped if not sh or sh == shape]
+        formula = num.And(tuple(atoms)) if len(atoms) > 1 else atoms[0]
+        e, rules = num.number_expr(formula, rule_prefix=self.new_name("n"), **shape)
         self.rules.update(rules)
         return e
 
