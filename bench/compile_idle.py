@@ -10,10 +10,10 @@ instead of 2. Every engine pays it, in proportion to how much code and data its 
 Each engine runs in its own process (warmed up as the benchmark does). It compiles ``--variants``
 renamed copies of each schema: property names, enum strings and ``$defs`` get a per-copy suffix,
 so no copy is found in a cache. Before each compile it sleeps the ``--idle`` ms being measured
-(0: back to back). The engines take turns in ``--rounds`` rounds (the order alternating), since
-the machine's speed drifts over minutes. Prints, per engine, workload and idle time, the median
-over the rounds of each round's median µs, and the first engine's over each other's (at most 1:
-the first is as fast).
+(0: back to back). The engines take turns in ``--rounds`` rounds, ordered as MaskBench orders
+them (the machine's speed drifts over minutes). Prints, per engine, workload and idle time, the
+median over the rounds of each round's median µs, and the first engine's over each other's (at
+most 1: the first is as fast).
 
     python bench/compile_idle.py [--engines logitgate,llguidance] [--workloads flat nested recursive]
                                  [--idle 0 1 5 20] [--variants 100] [--rounds 3]
@@ -103,9 +103,11 @@ def main() -> None:
         return
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     schema_workloads(args.workloads)  # (a bad name fails here, before any engine starts)
+    from logitgate.benchmarks.maskbench import engine_orders
+
     medians: dict[tuple[str, float], dict[str, list[float]]] = {}
-    for r in range(args.rounds):
-        for e in engines if r % 2 == 0 else engines[::-1]:
+    for order in engine_orders(engines, args.rounds):
+        for e in order:
             cmd = [sys.executable, __file__, "--worker", e, "--workloads", *args.workloads,
                    "--idle", *map(str, args.idle), "--variants", str(args.variants)]
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
