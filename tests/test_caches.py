@@ -81,7 +81,8 @@ def test_a_rule_too_large_to_be_met_again_is_not_cached(monkeypatch: pytest.Monk
         assert np.array_equal(a, b)
 
 
-def test_the_numbers_expression_cache_is_bounded_for_integer_ranges_too(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_numbers_expression_cache_is_bounded_for_integer_ranges_too(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The numerals of a formula are kept for the next schema with the same bounds, at most
     ``_EXPR_CACHE_SIZE`` formulas: integer ranges (spelled directly, the common case) went in
     without the oldest going out, so distinct bounds grew it without end. An evicted formula

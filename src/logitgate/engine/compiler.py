@@ -647,7 +647,8 @@ class GrammarCompiler:
                 if len(grammar.rules) <= SHARED_GRAMMAR_RULES:
                     self._by_grammar[grammar] = weakref.ref(cg)
                     self._shared_rules += len(grammar.rules)
-                    while len(self._by_grammar) > SHARED_GRAMMARS or self._shared_rules > SHARED_GRAMMAR_RULES:
+                    while (len(self._by_grammar) > SHARED_GRAMMARS
+                           or self._shared_rules > SHARED_GRAMMAR_RULES):
                         self._shared_rules -= len(self._by_grammar.popitem(last=False)[0].rules)
         return cg
 

@@ -1098,7 +1098,8 @@ class Converter:
                        self._numerals(atoms, shaped, {"decorated": True}))
         return self._numerals(atoms, shaped, shape)
 
-    def _numerals(self, atoms: list[Any], shaped: list[tuple[Any, dict[str, bool]]], shape: dict[str, bool]) -> Expr:
+    def _numerals(self, atoms: list[Any], shaped: list[tuple[Any, dict[str, bool]]],
+                  shape: dict[str, bool]) -> Expr:
         """The numerals spelled as ``shape`` says whose value satisfies ``atoms``, less those of each
         excluded formula whose spelling they have."""
         atoms = atoms + [num.Not(fx) for fx, sh in shaped if not sh or sh == shape]
