@@ -30,6 +30,10 @@ UNKNOWN_DEPTH = -2
 MAX_ENTRIES_TRIED = 4
 #: a grammar with more states gets its plan's per-state arrays from numpy (:func:`plan_tables`)
 LAZY_ZEROS = 1 << 14
+#: how many times the pairs of a state's own search the search of a rule its call chains enter may
+#: visit: that rule's depth is remembered and answers for every state entering it (an object's
+#: "other key" rule, entered at each of its key starts)
+ENTRY_PAIRS_FACTOR = 8
 #: columns of :func:`cover_tables`'s offsets: where a cover's rows start in each concatenated array
 T_PTR, T_EDGE, T_CLS_PTR, T_CLS, T_FIRST, T_STATE = range(6)
 
@@ -449,7 +453,10 @@ def cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit
     it (a depth at or above the limit decides the same slices: see
     :meth:`logitgate.engine.slices.SliceSet.survival_depth`). Their depths are found the same way (a
     stack, not recursion). An object's key starts all enter its "other key" rule: its search is
-    made once, where each key start searched the declared names and the other keys together.
+    made once, where each key start searched the declared names and the other keys together. So
+    the search of a rule entered here may visit ``ENTRY_PAIRS_FACTOR`` times ``max_pairs`` pairs (the
+    rule of any key but 80 declared names takes ~1,500 sets to reach the limit: stopped at 1,024,
+    its depth fell short and every key start searched again).
     """
     limit = c_limit[k]
     r = _quick_depth(k, state, trans, ncls, chain_ptr, chain_target, off, first, limit, lower, memo)
@@ -491,7 +498,8 @@ def cover_depth(k, state, trans, ncls, chain_ptr, chain_target, c_start, c_limit
             continue
         if result == UNKNOWN_DEPTH:
             # twice as deep as asked: the bounds it leaves for the states ahead then reach the limit
-            h = survival_search(s, 2 * limit, max_pairs, trans, ncls, chain_ptr, chain_target, c_start[k],
+            budget = max_pairs if s == state else ENTRY_PAIRS_FACTOR * max_pairs
+            h = survival_search(s, 2 * limit, budget, trans, ncls, chain_ptr, chain_target, c_start[k],
                                 edge_ptr[off[k, T_PTR]:off[k + 1, T_PTR]], edge_to[e0:e1], edge_final[e0:e1],
                                 edge_cls_ptr[off[k, T_CLS_PTR]:off[k + 1, T_CLS_PTR]],
                                 edge_cls[off[k, T_CLS]:off[k + 1, T_CLS]], boundary[q0:q1], lower[k])
