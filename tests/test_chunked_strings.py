@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from engine_cases import small_vocab
-from logitgate import GrammarCompiler, GrammarMatcher
+from logitgate import GrammarCompiler, GrammarMatcher, allocate_token_bitmask
 from logitgate.errors import LimitExceededError
 from logitgate.grammar import reference
 from logitgate.grammar.ir import Grammar
@@ -166,3 +166,39 @@ def test_chunked_masks_equal_one_layered_automatons_on_a_real_vocabulary(monkeyp
         if read.count(b'"') and len(read) - read.index(b'"') > 300:  # (well past the string's end)
             break
     assert len(read[:read.index(b'"')].decode()) >= 450  # (the string went past two chunk ends at least)
+
+
+def test_a_chunk_end_is_resolved_once_for_every_count_of_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token across a chunk's end pops into the string's own rule, whose state after ``k`` chunks
+    calls the next chunk or the last part -- alike for every ``k``, but for where the next chunk
+    returns, which no token reaches (a chunk is longer than a token). Context resolutions key that
+    frame by one state for them all (``RTN.frame_representative``): the resolutions of the first
+    chunk's end serve every later one (on Llama-3, 15-40 ms at each of a 32,767-character string's
+    64 chunk ends). Masks stay the reference's."""
+    from logitgate.engine import compiler as compiler_module
+    from logitgate.tokenizer import TokenizerInfo
+
+    monkeypatch.setattr(lengths, "FLAT_MAX_CHARS", 4)
+    monkeypatch.setattr(lengths, "CHUNK_CHARS", 6)
+    # tokens of at most two bytes: shorter than a chunk, as real tokens are than 512 characters
+    vocab = sorted({bytes([b]) for b in range(256)} | {(a + b).encode() for a in "ab\\\"" for b in "ab\"n"})
+    info = TokenizerInfo([*vocab, b"</s>"], special_token_ids=[len(vocab)], eos_token_id=len(vocab))
+    g = Grammar.from_json_schema({"type": "string", "maxLength": 40})
+    samples = ['"' + "ab" * 17 + '"', '"' + "a\\n" * 9 + '"']
+    for seed in range(3):
+        walk_and_check(g, info, samples, seed=seed, steps=45)
+
+    cg = GrammarCompiler(info).compile_grammar(g)
+    step = [0]
+    resolved: list[int] = []  # the steps a context resolution was made at
+    real = compiler_module.resolve_context
+    monkeypatch.setattr(compiler_module, "resolve_context", lambda *args: resolved.append(step[0]) or real(*args))
+    m = GrammarMatcher(cg)
+    bitmask = allocate_token_bitmask(1, info.vocab_size)
+    ab = info.token_id("ab")
+    assert m.accept_string('"a')
+    for step[0] in range(17):  # "ab" across the end of chunk k at step 3k - 1, popping into k - 1 chunks
+        m.fill_next_token_bitmask(bitmask)
+        assert m.accept_token(ab)
+    assert resolved and max(resolved) <= 5, resolved  # (0 chunks below the first end, 1 to 4 alike)
+    assert len(set(cg._frames.values())) < len(cg._frames)

@@ -652,3 +652,52 @@ def next_classes(
             out_top, out_par, 0, work_top, work_par, info,
         )
         out_ok[c] = 1 if (n > 0 and info[2] == 0) else 0
+
+
+@njit(nogil=True, cache=True)
+def ends_within(start, limit, trans, ncls, final, chain_ptr, chain_push_ptr, chain_push):
+    """Whether the frame of ``start``'s rule may be popped after at most ``limit`` bytes read from
+    ``start`` (a lower bound on what it takes: a byte transition reads one, a call chain at least
+    none -- its callees may be empty -- and goes on at the outermost return state it pushes, or
+    ends the rule when it pushes none: a tail call). True when a final state is that near.
+    Breadth-first by bytes read; each state is visited once, at its nearest."""
+    n = final.shape[0]
+    seen = np.zeros(n, dtype=np.uint8)
+    cur = np.empty(n, dtype=np.int64)
+    nxt = np.empty(n, dtype=np.int64)
+    cur[0] = start
+    seen[start] = 1
+    nc = 1
+    for d in range(limit + 1):
+        i = 0
+        while i < nc:  # (the chains' returns join this layer: read no byte)
+            s = cur[i]
+            i += 1
+            if final[s]:
+                return True
+            for j in range(chain_ptr[s], chain_ptr[s + 1]):
+                lo = chain_push_ptr[j]
+                if lo == chain_push_ptr[j + 1]:
+                    return True
+                r = chain_push[lo]
+                if not seen[r]:
+                    seen[r] = 1
+                    cur[nc] = r
+                    nc += 1
+        if d == limit:
+            break
+        nn = 0
+        for i in range(nc):
+            s = cur[i]
+            for c in range(ncls):
+                t = trans[s * ncls + c]
+                if t >= 0 and not seen[t]:
+                    seen[t] = 1
+                    nxt[nn] = t
+                    nn += 1
+        for i in range(nn):
+            cur[i] = nxt[i]
+        nc = nn
+        if nc == 0:
+            break
+    return False

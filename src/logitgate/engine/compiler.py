@@ -207,6 +207,7 @@ class CompiledGrammar:
         self._state_masks: dict[int, StateMask] = {}
         self._own_mask_bytes = 0  # (masks of the grammar's own rules: not in the shared store)
         self._reps: dict[int, int] = {}  # state -> the state whose mask it shares (layered rules)
+        self._frames: dict[int, int] = {}  # frame state -> its key in context resolutions
         self._ctx: dict[int, dict] = {}  # context resolutions (see :meth:`context_tokens`)
         self._ctx_size = 0  # (their entries)
         self._ctx_limit = context_cache_entries
@@ -269,6 +270,13 @@ class CompiledGrammar:
             rep = self._reps[state] = self.rtn.mask_representative(state, self._runtime.trie.max_depth)
         return rep
 
+    def _frame_key(self, state) -> int:
+        """What context resolutions key a frame in ``state`` by (:meth:`RTN.frame_representative`)."""
+        key = self._frames.get(state)
+        if key is None:
+            key = self._frames[state] = self.rtn.frame_representative(int(state), self._runtime.trie.max_depth)
+        return key
+
     def context_tokens(self, top: int, parent: int, pool) -> np.ndarray:
         """Token ids a context-dependent token resolution adds for stack ``(top, parent)``."""
         # Cached by the top and the states of the frames the resolution popped into, ending in
@@ -276,7 +284,8 @@ class CompiledGrammar:
         # which a deeper stack with the same states would not): a tree of dicts, one level per
         # frame, whose leaves are the results (the frames a resolution needs depend only on their
         # states, so a prefix is either always a leaf or always a branch). A top that accepts the
-        # same tokens as another resolves as that one does.
+        # same tokens as another resolves as that one does, and so does a frame (its key: the state
+        # of the frames that take the same strings within a token's length, see ``_frame_key``).
         if self.rtn.layers:
             top = self._representative(top)
         ps, pp, _ = pool.views
@@ -284,6 +293,10 @@ class CompiledGrammar:
         p = parent
         while node is not None:
             hit = node.get(ps[p] if p >= 0 else _BOTTOM_KEY)
+            if hit is None and p >= 0:  # (a frame keyed by another state alike: looked up on a miss only)
+                key = self._frame_key(ps[p])
+                if key != ps[p]:
+                    hit = node.get(key)
             if type(hit) is not dict:
                 if hit is not None:
                     return hit
@@ -296,7 +309,7 @@ class CompiledGrammar:
         path: list[int] = []
         p = parent
         for _ in range(k):
-            path.append(ps[p])
+            path.append(self._frame_key(ps[p]))
             p = pp[p]
         if p < 0:
             path.append(_BOTTOM_KEY)
@@ -399,7 +412,9 @@ class GrammarCompiler:
         # digits but not "0" (an intersection loads the product kernel), or a nested list
         item = alt(and_(repeat(byteset((0x30, 0x39)), 1, None), not_(lit("0"))), Ref("root"))
         tiny = Grammar({"root": seq(lit("["), repeat(seq(item, repeat(seq(lit(","), item))), 0, 1), lit("]"))})
-        m = GrammarMatcher(self._compile(tiny, _WARM_UP_LIMITS), max_rollback_tokens=4)
+        cg = self._compile(tiny, _WARM_UP_LIMITS)
+        cg.rtn._ends_within(cg.rtn.root_start, 1)  # (the kernel of frame keys: see RTN.frame_representative)
+        m = GrammarMatcher(cg, max_rollback_tokens=4)
         for text in ("[", "[", "1", "2", ","):
             m.get_next_token_ids()
             tid = self.tokenizer_info.token_id(text)

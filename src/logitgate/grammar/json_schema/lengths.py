@@ -68,9 +68,10 @@ def chunked_string(lo: int, hi: int | None, rule: Callable[[Expr], Expr]) -> Exp
     Past its last whole chunk, the matcher cannot know whether the next characters are another
     chunk or the last part until ``b`` of them are read or the string ends, so it follows both
     meanwhile (two stacks). A token across a chunk's end is resolved against the count of chunks
-    below it, which is new at every chunk: some milliseconds for the last few tokens of each
-    chunk, so chunks are long (with 64 characters, a third of the mask time of the MaskBench
-    schemas this concerns went there; chunks of 512 make fewer states to build than 1,024). A
+    below it: some milliseconds a first time, so chunks are long (with 64 characters, a third of
+    the mask time of the MaskBench schemas this concerns went there; chunks of 512 make fewer
+    states to build than 1,024). The counts differ only in where the next chunk returns, which no
+    token reaches, so resolutions key them all by one (``RTN.frame_representative``). A
     ``minLength`` is whole chunks first, then the rest: no such choice.
     """
     n = max(lo, hi or 0)
