@@ -30,9 +30,9 @@ UNKNOWN_DEPTH = -2
 MAX_ENTRIES_TRIED = 4
 #: a grammar with more states gets its plan's per-state arrays from numpy (:func:`plan_tables`)
 LAZY_ZEROS = 1 << 14
-#: how many times the pairs of a state's own search the search of a rule its call chains enter may
-#: visit: that rule's depth is remembered and answers for every state entering it (an object's
-#: "other key" rule, entered at each of its key starts)
+#: the search of a rule that call chains enter may visit this many times the pairs of a state's own:
+#: its depth is remembered and answers for every state entering the rule (an object's "other key"
+#: rule, entered at each of its key starts)
 ENTRY_PAIRS_FACTOR = 8
 #: columns of :func:`cover_tables`'s offsets: where a cover's rows start in each concatenated array
 T_PTR, T_EDGE, T_CLS_PTR, T_CLS, T_FIRST, T_STATE = range(6)
