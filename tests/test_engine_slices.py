@@ -623,7 +623,7 @@ def test_the_other_keys_rule_of_many_declared_names_is_searched_to_the_limit(com
     a first visit on Llama-3.)"""
     import random
 
-    from logitgate.engine._survival import survival_search
+    from logitgate.engine._survival import INFINITE, survival_search
 
     rng = random.Random(5)
     syllables = ["acu", "te", "fla", "cid", "pa", "ra", "ly", "sis", "cho", "le", "mal", "ria", "se", "ve", "re"]
@@ -643,7 +643,7 @@ def test_the_other_keys_rule_of_many_declared_names_is_searched_to_the_limit(com
                 lower = np.zeros(rtn.num_states, dtype=np.int16)
                 unbounded = survival_search(t, 2 * limit, 1 << 18, rtn.trans, rtn.num_classes, rtn.chain_ptr,
                                             rtn.chain_target, starts[k], ptr, to, fin, cls_ptr, cls, boundary, lower)
-                want = limit if unbounded == -1 else min(unbounded, limit)
+                want = limit if unbounded == INFINITE else min(unbounded, limit)
                 assert sl.survival_depth(k, s, rtn) >= want, (k, unbounded)
                 deep += want >= limit
     assert deep  # (some cover the other keys survive to its limit: letters, identifiers)
